@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo conformance clean
+FLINK_VENV := .venv-flink
+FLINK_LOCK := tests/flink_oracle/requirements-flink.lock
+FLINK_STAMP := $(FLINK_VENV)/.installed
+
+.PHONY: setup flink-setup test demo conformance clean
 
 setup: $(STAMP)
 
@@ -15,7 +19,17 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-test: setup
+# PyFlink lives in its own virtualenv (its pins clash with the main one); the tests use it
+# as an independent oracle of Flink's semantics.
+flink-setup: $(FLINK_STAMP)
+
+$(FLINK_STAMP): $(FLINK_LOCK)
+	test -x $(FLINK_VENV)/bin/python || $(PY) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/pip install --quiet --upgrade pip==25.3
+	$(FLINK_VENV)/bin/pip install --quiet -r $(FLINK_LOCK)
+	touch $(FLINK_STAMP)
+
+test: setup flink-setup
 	$(BIN)/python -m pytest -q tests
 
 conformance: setup
@@ -25,4 +39,4 @@ demo: setup
 	$(BIN)/python -m streamjoin.demo
 
 clean:
-	rm -rf $(VENV) target logs .streamjoin
+	rm -rf $(VENV) $(FLINK_VENV) target logs .streamjoin

@@ -1,0 +1,14 @@
+"""streamjoin: declarative streaming joins with Flink's semantics on Spark, state in Delta."""
+from __future__ import annotations
+
+from .compiler import compile_sql
+from .errors import CompileError, ConcurrentRunError, ConfigError, InputError, StreamJoinError
+from .plan import JoinPlan
+from .run import RunReport, run_once
+from .spec import InputSpec, ModelConfig
+from .tables import ModelTables
+
+__all__ = [
+    "CompileError", "ConcurrentRunError", "ConfigError", "InputError", "InputSpec", "JoinPlan", "ModelConfig",
+    "ModelTables", "RunReport", "StreamJoinError", "compile_sql", "run_once",
+]

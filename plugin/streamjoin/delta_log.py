@@ -1,0 +1,204 @@
+"""The Delta I/O layer: Spark writes and reads Parquet data files, delta-rs owns the log.
+
+Every commit of a run carries an idempotent app transaction (`streamjoin:<model>`, version =
+run id) and the run's manifest in its commit info, so a retried run can tell which tables it
+already committed and with which input offsets.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake import Schema as DeltaSchema
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction, create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from .errors import InputError
+from .file_stats import file_stats
+
+MANIFEST_KEY = "streamjoin.manifest"
+
+
+def local_path(uri: str) -> str:
+    """A filesystem path for a local table URI or path."""
+    if uri.startswith("file:"):
+        return unquote(urlparse(uri).path)
+    return uri
+
+
+def exists(path: str) -> bool:
+    return DeltaTable.is_deltatable(path)
+
+
+def version(path: str) -> int | None:
+    """The table's latest version, or None when there is no table yet."""
+    return DeltaTable(path).version() if exists(path) else None
+
+
+def app_version(path: str, app_id: str) -> int | None:
+    """The last run id this app committed to the table (Delta `txn` action)."""
+    return DeltaTable(path).transaction_version(app_id) if exists(path) else None
+
+
+def commit_info(path: str, table_version: int) -> dict[str, Any]:
+    """The commit info of one version (custom metadata included)."""
+    dt = DeltaTable(path)
+    depth = dt.version() - table_version + 1
+    for entry in dt.history(depth):
+        if entry.get("version") == table_version:
+            return entry
+    return {}
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One live data file of a table version."""
+
+    uri: str
+    partition: Mapping[str, str | None]
+    num_records: int
+
+
+def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
+               partition_column: str = "_bucket") -> list[DataFile]:
+    """Live data files at a version, optionally only those of some integer partitions."""
+    if table_version is None:
+        return []
+    dt = DeltaTable(path, version=table_version)
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    wanted = None if partitions is None else {int(p) for p in partitions}
+    root = dt.table_uri.rstrip("/")
+    out = []
+    for a in actions:
+        part = {k[len("partition."):]: v for k, v in a.items() if k.startswith("partition.")}
+        if wanted is not None and int(part[partition_column]) not in wanted:
+            continue
+        rel = a["path"]
+        uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
+        out.append(DataFile(uri=local_path(uri), partition={k: None if v is None else str(v) for k, v in part.items()},
+                            num_records=int(a.get("num_records") or 0)))
+    return out
+
+
+def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
+    """Read data files with Spark under a known schema (no inference, no partition discovery)."""
+    if not files:
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(*[f.uri for f in files])
+
+
+def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:
+    """Data files that versions (start, end] added to an append-only table.
+
+    Files rewritten without changing data (compaction, `dataChange=false`) are skipped; a
+    version that removed data is an error, because a changelog table only grows.
+    """
+    if start_exclusive is None:
+        return data_files(path, end)
+    if end <= start_exclusive:
+        return []
+    root = local_path(DeltaTable(path).table_uri).rstrip("/")
+    out: list[DataFile] = []
+    for v in range(start_exclusive + 1, end + 1):
+        log = os.path.join(root, "_delta_log", f"{v:020d}.json")
+        if not os.path.exists(log):
+            raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
+                             input_name=what)
+        with open(log, encoding="utf-8") as fh:
+            for line in fh:
+                action = json.loads(line)
+                if "remove" in action and action["remove"].get("dataChange", True):
+                    raise InputError(f"version {v} of {path} removed data; a changelog input must be append-only "
+                                     "(run with --full-refresh to replay it)", input_name=what)
+                add = action.get("add")
+                if add and add.get("dataChange", True):
+                    rel = unquote(add["path"])
+                    out.append(DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
+                                        partition=add.get("partitionValues") or {}, num_records=0))
+    return out
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema of a Spark schema, timestamps as UTC microseconds (what Spark writes)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def write_files(df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str) -> list[AddAction]:
+    """Write a DataFrame's rows as new Parquet files inside the table's folder; commit nothing.
+
+    Returns one AddAction per non-empty file, with statistics for data skipping.
+    """
+    root = local_path(path)
+    folder = f"data/{tag}-{uuid.uuid4().hex[:12]}"
+    writer = df.write.mode("error")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(os.path.join(root, folder))
+    actions: list[AddAction] = []
+    now = int(time.time() * 1000)
+    for dirpath, _, names in os.walk(os.path.join(root, folder)):
+        for name in sorted(names):
+            if not name.endswith(".parquet"):
+                continue
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root)
+            stats = file_stats(full)
+            if stats["numRecords"] == 0:
+                continue
+            partition = {}
+            for part in os.path.relpath(dirpath, os.path.join(root, folder)).split(os.sep):
+                if "=" in part:
+                    k, v = part.split("=", 1)
+                    partition[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
+            actions.append(AddAction(path=rel, size=os.path.getsize(full), partition_values=partition,
+                                     modification_time=now, data_change=True, stats=json.dumps(stats)))
+    return actions
+
+
+def write_small(table: pa.Table, path: str, *, tag: str) -> list[AddAction]:
+    """Write a few rows of bookkeeping (never user data) as one Parquet file; commit nothing."""
+    import pyarrow.parquet as pq
+
+    root = local_path(path)
+    rel = f"data/{tag}-{uuid.uuid4().hex[:12]}.parquet"
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    full = os.path.join(root, rel)
+    pq.write_table(table, full)
+    return [AddAction(path=rel, size=os.path.getsize(full), partition_values={},
+                      modification_time=int(time.time() * 1000), data_change=True, stats=json.dumps(file_stats(full)))]
+
+
+def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
+    """RemoveActions for live files (used when a table's rows are rewritten)."""
+    root = local_path(DeltaTable(path).table_uri).rstrip("/")
+    now = int(time.time() * 1000)
+    return [RemoveAction(path=os.path.relpath(f.uri, root), data_change=True, deletion_timestamp=now,
+                         partition_values=dict(f.partition)) for f in files]
+
+
+def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: StructType, *,
+           partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any]) -> None:
+    """Commit file actions in one Delta transaction tagged with (app_id, run_id)."""
+    props = CommitProperties(custom_metadata=dict(metadata), app_transactions=[Transaction(app_id, run_id)])
+    hooks = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
+    delta_schema = DeltaSchema.from_arrow(arrow_schema(schema))
+    if not exists(path):
+        os.makedirs(local_path(path), exist_ok=True)
+        adds = [a for a in actions if isinstance(a, AddAction)]
+        create_table_with_add_actions(local_path(path), delta_schema, adds, mode="error",
+                                      partition_by=list(partition_by) or None,
+                                      commit_properties=props, post_commithook_properties=hooks)
+        return
+    DeltaTable(path).create_write_transaction(list(actions), mode="append", schema=delta_schema,
+                                              partition_by=list(partition_by) or None,
+                                              commit_properties=props, post_commithook_properties=hooks)

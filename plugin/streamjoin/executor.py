@@ -1,0 +1,131 @@
+"""Evaluate a join plan for one run: each node's change from its children's changes and state."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+from .errors import CompileError
+from .operators.regular import JoinSide, RegularJoin
+from .plan import Join, JoinPlan, MultiJoin, Node, Scan
+from .state import StateLayout, StateTable
+from .tables import ModelTables
+from .types import JoinType, Side
+from .zset import WEIGHT, col, consolidate, from_changelog
+
+
+@dataclass
+class StagedWrite:
+    """Files written for one table in this run, waiting for the run's commits."""
+
+    path: str
+    actions: list
+    schema: StructType
+    partition_by: tuple[str, ...] = ()
+
+
+@dataclass
+class Executor:
+    """Computes a run's output change for a plan; state writes are staged, not committed."""
+
+    spark: SparkSession
+    plan: JoinPlan
+    tables: ModelTables
+    versions: Mapping[str, int | None]  # pinned table versions for this run
+    run_id: int
+    changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
+    persist: Callable[[DataFrame], DataFrame]
+    staged: list[StagedWrite] = field(default_factory=list)
+
+    def schema(self, node: Node) -> StructType:
+        if isinstance(node, Scan):
+            spec = self.plan.inputs[node.input]
+            return StructType([StructField(internal, _parse_datatype_string(spec.column_type(name)))
+                               for name, internal in node.columns])
+        if isinstance(node, Join):
+            left = self.schema(node.left)
+            return StructType(list(left.fields) + (list(self.schema(node.right).fields) if node.join_type.emits_pairs else []))
+        return StructType([f for scan in node.inputs for f in self.schema(scan).fields])
+
+    def output(self) -> DataFrame:
+        """The run's consolidated change of the model's output columns."""
+        delta = self.delta(self.plan.root)
+        for f in self.plan.filters:
+            delta = delta.where(F.expr(f))
+        projected = delta.select(*[F.expr(o.expr).alias(o.name) for o in self.plan.outputs], col(WEIGHT))
+        return consolidate(projected, self.plan.output_names)
+
+    def delta(self, node: Node) -> DataFrame:
+        if isinstance(node, Scan):
+            return self.scan(node)
+        if isinstance(node, Join):
+            if node.time_bound is not None:
+                from .operators.interval import run_interval_join
+                return run_interval_join(self, node)
+            return self.regular_join(node)
+        from .operators.multiway import run_multi_join
+        return run_multi_join(self, node)
+
+    def scan(self, node: Scan) -> DataFrame:
+        spec = self.plan.inputs[node.input]
+        raw = self.changes[node.input]
+        renamed = raw.select(*[col(name).alias(internal) for name, internal in node.columns], col(spec.op_column))
+        for f in node.filters:
+            renamed = renamed.where(F.expr(f))
+        return from_changelog(renamed, list(node.output_columns), spec.op_column)
+
+    def key_types(self, node: Join) -> tuple[str, ...]:
+        """A common type per key position, so equal keys hash to the same bucket on both sides."""
+        types = []
+        empty_l = self.spark.createDataFrame([], self.schema(node.left))
+        empty_r = self.spark.createDataFrame([], self.schema(node.right))
+        for k in node.keys:
+            lt = empty_l.select(F.expr(k.left).alias("k")).schema[0].dataType.simpleString()
+            rt = empty_r.select(F.expr(k.right).alias("k")).schema[0].dataType.simpleString()
+            common = self.spark.sql(f"SELECT coalesce(CAST(NULL AS {lt}), CAST(NULL AS {rt})) AS k").schema[0].dataType
+            types.append(common.simpleString())
+        return tuple(types)
+
+    def side_of(self, node: Join, s: Side, key_types: tuple[str, ...]) -> JoinSide:
+        child = node.left if s is Side.LEFT else node.right
+        exprs = tuple(k.left if s is Side.LEFT else k.right for k in node.keys)
+        unique_key: tuple[str, ...] = ()
+        label = child.id
+        if isinstance(child, Scan):
+            spec = self.plan.inputs[child.input]
+            unique_key, label = spec.unique_key, spec.name
+        join_cols = [e.strip("`").split("__", 1)[-1] for e in exprs]
+        return JoinSide(
+            side=s, label=label, schema=self.schema(child), key_exprs=exprs, key_types=key_types,
+            null_safe=tuple(k.null_safe for k in node.keys),
+            tracks_degree=node.join_type.preserves(s),
+            layout=StateLayout.choose(unique_key, join_cols), unique_key=unique_key,
+        )
+
+    def state_table(self, name: str, side: JoinSide) -> StateTable:
+        path = self.tables.state(name)
+        return StateTable(path=path, schema=side.schema, key_columns=side.key_columns,
+                          tracks_degree=side.tracks_degree, version=self.versions.get(path))
+
+    def regular_join(self, node: Join) -> DataFrame:
+        if node.null_aware:
+            raise CompileError("NOT IN (subquery) is not supported yet; write NOT EXISTS", model=self.plan.model)
+        deltas = {Side.LEFT: self.delta(node.left), Side.RIGHT: self.delta(node.right)}
+        key_types = self.key_types(node)
+        sides = {s: self.side_of(node, s, key_types) for s in Side}
+        states = {s: self.state_table(f"{node.id}_{s.value}", sides[s]) for s in Side}
+        op = RegularJoin(join_type=node.join_type, left=sides[Side.LEFT], right=sides[Side.RIGHT],
+                         residual=node.residual, buckets=self.plan.config.state_buckets,
+                         policy=self.plan.config.on_missing_retraction, model=self.plan.model)
+        result = op.run(self.spark, deltas, states, self.persist)
+        for s in Side:
+            self.stage_state(states[s], result.appends[s])
+        return self.persist(result.output)
+
+    def stage_state(self, state: StateTable, appends: DataFrame) -> None:
+        actions = state.stage(appends, tag=f"r{self.run_id}")
+        if actions or state.version is None:
+            self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",)))

@@ -1,0 +1,1 @@
+"""Join operators: each computes one run's output change from its inputs' changes and state."""

@@ -1,0 +1,286 @@
+"""The regular (unwindowed) binary join, with Flink's StreamingJoinOperator semantics, in bulk.
+
+Per run, with ΔL and ΔR the consolidated changes of the two inputs and L, R their states:
+
+    Δ(L ⋈ R) = ΔL ⋈ R_new + L_old ⋈ ΔR
+
+Sides that outer, semi or anti joins preserve keep a *degree* per row: how many rows of the
+other side match it (key and residual). A preserved row contributes to the output through a
+gate on its degree — null-padded when it is 0 (LEFT/RIGHT/FULL and ANTI), itself when it
+is positive (SEMI) — so padded rows are emitted and retracted exactly when the degree
+crosses 0 and 1. Degrees are updated incrementally: a stored row's new degree is its old
+degree plus its matches in ΔOther; a new row's degree is its matches in Other_new.
+
+Rows whose (non-null-safe) join key is NULL never match: on a non-preserved side they are
+dropped, on a preserved side they pass the gate with degree 0 and are never stored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+from typing import Callable, Sequence
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..errors import InputError
+from ..spec import MissingRetractionPolicy
+from ..state import BUCKET, DEGREE, StateLayout, StateTable
+from ..types import JoinType, Side
+from ..zset import WEIGHT, col, consolidate
+
+def _user_struct(columns: Sequence[str]) -> SparkColumn:
+    """A struct of internal columns under the names the user wrote, for error messages."""
+    return F.struct(*[col(c).alias(c.split("__", 1)[-1]) for c in columns])
+
+
+W_OLD, W_DELTA, DEG_OLD, IN_STATE, DEG_INC, DEG_FULL = "_w_old", "_w_delta", "_deg_old", "_in_state", "_deg_inc", "_deg_full"
+
+
+@dataclass(frozen=True)
+class JoinSide:
+    """One input of a binary join: its columns, its join key, and what it keeps in state."""
+
+    side: Side
+    label: str  # the input (or join node) this side reads, for messages
+    schema: StructType
+    key_exprs: tuple[str, ...]
+    key_types: tuple[str, ...]
+    null_safe: tuple[bool, ...]
+    tracks_degree: bool
+    layout: StateLayout
+    unique_key: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
+
+    @property
+    def key_columns(self) -> list[str]:
+        return [f"_{self.side.value[0]}k{i}" for i in range(len(self.key_exprs))]
+
+    def with_keys(self, df: DataFrame) -> DataFrame:
+        keys = [F.expr(e).cast(t).alias(k) for e, t, k in zip(self.key_exprs, self.key_types, self.key_columns)]
+        return df.select("*", *keys)
+
+    def null_key(self) -> SparkColumn:
+        """True for rows whose key can never match (a NULL in a non-null-safe key column)."""
+        tests = [col(k).isNull() for k, safe in zip(self.key_columns, self.null_safe) if not safe]
+        return reduce(lambda a, b: a | b, tests) if tests else F.lit(False)
+
+    @property
+    def unique_key_columns(self) -> list[str]:
+        wanted = {u.lower() for u in self.unique_key}
+        return [c for c in self.columns if c.split("__", 1)[-1].lower() in wanted]
+
+    def bucket(self, buckets: int) -> SparkColumn:
+        return F.pmod(F.xxhash64(*[col(k) for k in self.key_columns]), F.lit(buckets)).cast("int")
+
+
+@dataclass
+class JoinResult:
+    """What one run of a join computes: its output change, and the rows to append to state."""
+
+    output: DataFrame
+    appends: dict[Side, DataFrame]
+
+
+class RegularJoin:
+    """Incremental evaluation of one binary join node per run."""
+
+    def __init__(self, *, join_type: JoinType, left: JoinSide, right: JoinSide, residual: str | None,
+                 buckets: int, policy: MissingRetractionPolicy, model: str) -> None:
+        self.join_type = join_type
+        self.sides = {Side.LEFT: left, Side.RIGHT: right}
+        self.residual = residual
+        self.buckets = buckets
+        self.policy = policy
+        self.model = model
+
+    # -- conditions ---------------------------------------------------------------------------
+    def match(self, left: DataFrame, right: DataFrame) -> SparkColumn:
+        l, r = self.sides[Side.LEFT], self.sides[Side.RIGHT]
+        conds = [left[a].eqNullSafe(right[b]) if safe else left[a] == right[b]
+                 for a, b, safe in zip(l.key_columns, r.key_columns, l.null_safe)]
+        cond = reduce(lambda x, y: x & y, conds)
+        if self.residual:
+            cond = cond & F.expr(self.residual)
+        return cond
+
+    def joined(self, left: DataFrame, right: DataFrame) -> DataFrame:
+        return left.join(right, self.match(left, right), "inner")
+
+    def gate(self, degree: SparkColumn) -> SparkColumn:
+        """1 when a preserved row with this degree is part of the output, else 0."""
+        passes = degree > 0 if self.join_type is JoinType.SEMI else degree == 0
+        return F.when(passes, F.lit(1)).otherwise(F.lit(0)).cast("long")
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self, spark: SparkSession, deltas: dict[Side, DataFrame], states: dict[Side, StateTable],
+            persist: Callable[[DataFrame], DataFrame]) -> JoinResult:
+        keyed = {s: self.sides[s].with_keys(deltas[s]) for s in Side}
+        null_keyed = {s: keyed[s].where(self.sides[s].null_key()) for s in Side}
+        keyed = {s: keyed[s].where(~self.sides[s].null_key()) for s in Side}
+        touched = persist(self.touched_keys(keyed))
+        buckets = [r[0] for r in touched.select(BUCKET).distinct().collect()]
+        merged = {s: persist(self.merge(spark, s, keyed[s], states[s], touched, buckets)) for s in Side}
+        self.check(merged)
+        delta_eff = {s: persist(self.effective_delta(s, merged[s])) for s in Side}
+        new = {s: self.new_rows(s, merged[s]) for s in Side}
+        old = {s: self.old_rows(s, merged[s]) for s in Side}
+
+        parts: list[DataFrame] = []
+        out_cols = self.output_columns()
+        if self.join_type.emits_pairs:
+            for a, b in ((delta_eff[Side.LEFT], new[Side.RIGHT]), (old[Side.LEFT], delta_eff[Side.RIGHT])):
+                pairs = self.joined(a.withColumnRenamed(WEIGHT, "_wl"), b.withColumnRenamed(WEIGHT, "_wr"))
+                parts.append(pairs.select(*[col(c) for c in out_cols], (col("_wl") * col("_wr")).alias(WEIGHT)))
+        appends: dict[Side, DataFrame] = {}
+        for s in Side:
+            side = self.sides[s]
+            if side.tracks_degree:
+                rows = persist(self.degrees(s, merged[s], delta_eff[s.other], new[s.other]))
+                parts.append(self.gated_output(s, rows))
+                parts.append(self.gated_null_keys(s, null_keyed[s]))
+                appends[s] = rows.select(
+                    *[col(c) for c in side.columns], col(W_DELTA).alias(WEIGHT),
+                    (F.when(col(W_OLD) + col(W_DELTA) != 0, col("_deg_new")).otherwise(0)
+                     - F.when(col(W_OLD) != 0, col(DEG_OLD)).otherwise(0)).alias(DEGREE),
+                    side.bucket(self.buckets).alias(BUCKET),
+                ).where((col(WEIGHT) != 0) | (col(DEGREE) != 0))
+            else:
+                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
+                                                 side.bucket(self.buckets).alias(BUCKET))
+        output = consolidate(reduce(DataFrame.unionByName, parts), out_cols) if parts else None
+        return JoinResult(output=output, appends=appends)
+
+    def output_columns(self) -> list[str]:
+        cols = self.sides[Side.LEFT].columns
+        return cols + self.sides[Side.RIGHT].columns if self.join_type.emits_pairs else cols
+
+    def touched_keys(self, keyed: dict[Side, DataFrame]) -> DataFrame:
+        """Distinct join keys of both sides' changes, as `_k<i>` with their bucket."""
+        frames = []
+        for s in Side:
+            side = self.sides[s]
+            frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(side.key_columns)]))
+        keys = frames[0].unionByName(frames[1]).distinct()
+        n = len(self.sides[Side.LEFT].key_columns)
+        bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
+        return keys.withColumn(BUCKET, bucket)
+
+    def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable, touched: DataFrame,
+              buckets: list[int]) -> DataFrame:
+        """One row per distinct touched row of a side: old weight, change, old degree, in state."""
+        side = self.sides[s]
+        renamed = touched.select(*[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
+        stored = state.read(spark, renamed, buckets, side.with_keys)
+        names = side.columns + side.key_columns
+        deg = col(DEGREE) if side.tracks_degree else F.lit(0).cast("long")
+        a = stored.select(*[col(c) for c in names], col(WEIGHT).alias(W_OLD), F.lit(0).cast("long").alias(W_DELTA),
+                          deg.alias(DEG_OLD))
+        b = delta.select(*[col(c) for c in names], F.lit(0).cast("long").alias(W_OLD), col(WEIGHT).alias(W_DELTA),
+                         F.lit(0).cast("long").alias(DEG_OLD))
+        merged = (a.unionByName(b).groupBy(*[col(c) for c in names]).agg(
+            F.sum(W_OLD).cast("long").alias(W_OLD), F.sum(W_DELTA).cast("long").alias(W_DELTA),
+            F.sum(DEG_OLD).cast("long").alias(DEG_OLD))
+            .where((col(W_OLD) != 0) | (col(W_DELTA) != 0))
+            .withColumn(IN_STATE, (col(W_OLD) != 0).cast("int")))
+        if self.policy == "ignore":
+            merged = merged.withColumn(W_DELTA, F.greatest(col(W_DELTA), -col(W_OLD)))
+        return merged
+
+    def check(self, merged: dict[Side, DataFrame]) -> None:
+        """Fail the run (one Spark job for all checks) on retractions of rows state never held,
+        and on a unique key with more than one live row."""
+        problems: list[DataFrame] = []
+        for s in Side:
+            side = self.sides[s]
+            live = col(W_OLD) + col(W_DELTA)
+            if self.policy == "fail":
+                problems.append(merged[s].where(live < 0).select(
+                    F.lit("missing").alias("kind"), F.lit(side.label).alias("input"),
+                    F.to_json(_user_struct(side.columns)).alias("row"), (-col(W_DELTA)).alias("n"), col(W_OLD).alias("held")))
+            key = side.unique_key_columns
+            if side.layout is not StateLayout.NO_UNIQUE_KEY and key:
+                problems.append(merged[s].where(live > 0).groupBy(*[col(c) for c in key]).agg(F.sum(live).alias("n"))
+                                .where(col("n") > 1).select(F.lit("duplicate").alias("kind"), F.lit(side.label).alias("input"),
+                                                            F.to_json(_user_struct(key)).alias("row"), col("n"),
+                                                            F.lit(0).cast("long").alias("held")))
+        if not problems:
+            return
+        found = reduce(DataFrame.unionByName, problems).limit(6).collect()
+        for kind in ("missing", "duplicate"):
+            rows = [r for r in found if r["kind"] == kind]
+            if not rows:
+                continue
+            label = rows[0]["input"]
+            if kind == "missing":
+                detail = "; ".join(f"{r['row']} retracted {r['n']} time(s), held {r['held']}" for r in rows if r["input"] == label)
+                raise InputError(
+                    f"a retraction of a row that state never held: {detail}. Each -U/-D must retract a row "
+                    "inserted earlier; set on_missing_retraction='ignore' to drop such retractions as Flink does",
+                    model=self.model, input_name=label)
+            detail = "; ".join(f"{r['row']} has {r['n']} live rows" for r in rows if r["input"] == label)
+            raise InputError(
+                f"more than one live row for a unique key: {detail}; retract the old row (-U) before "
+                "inserting its new version (+U), or drop unique_key from the declaration",
+                model=self.model, input_name=label)
+
+    def effective_delta(self, s: Side, merged: DataFrame) -> DataFrame:
+        side = self.sides[s]
+        return merged.where(col(W_DELTA) != 0).select(*[col(c) for c in side.columns + side.key_columns],
+                                                      col(W_DELTA).alias(WEIGHT))
+
+    def new_rows(self, s: Side, merged: DataFrame) -> DataFrame:
+        side = self.sides[s]
+        return merged.where(col(W_OLD) + col(W_DELTA) != 0).select(
+            *[col(c) for c in side.columns + side.key_columns], (col(W_OLD) + col(W_DELTA)).alias(WEIGHT))
+
+    def old_rows(self, s: Side, merged: DataFrame) -> DataFrame:
+        side = self.sides[s]
+        return merged.where(col(W_OLD) != 0).select(*[col(c) for c in side.columns + side.key_columns],
+                                                    col(W_OLD).alias(WEIGHT))
+
+    def degrees(self, s: Side, merged: DataFrame, other_delta: DataFrame, other_new: DataFrame) -> DataFrame:
+        """Each touched row of a preserved side with its old and new degree."""
+        side = self.sides[s]
+        names = side.columns + side.key_columns
+        zero = F.lit(0).cast("long")
+        base = merged.select(*[col(c) for c in names], col(W_OLD), col(W_DELTA), col(DEG_OLD), col(IN_STATE),
+                             zero.alias(DEG_INC), zero.alias(DEG_FULL))
+        stored = merged.where(col(IN_STATE) == 1).select(*[col(c) for c in names])
+        fresh = merged.where(col(IN_STATE) == 0).select(*[col(c) for c in names])
+        parts = [base]
+        for rows, other, target in ((stored, other_delta, DEG_INC), (fresh, other_new, DEG_FULL)):
+            o = other.withColumnRenamed(WEIGHT, "_wo")
+            pair = self.joined(rows, o) if s is Side.LEFT else self.joined(o, rows)
+            parts.append(pair.select(*[col(c) for c in names], zero.alias(W_OLD), zero.alias(W_DELTA), zero.alias(DEG_OLD),
+                                     F.lit(0).alias(IN_STATE),
+                                     (col("_wo") if target == DEG_INC else zero).alias(DEG_INC),
+                                     (col("_wo") if target == DEG_FULL else zero).alias(DEG_FULL)))
+        grouped = reduce(DataFrame.unionByName, parts).groupBy(*[col(c) for c in names]).agg(
+            *[F.sum(c).cast("long").alias(c) for c in (W_OLD, W_DELTA, DEG_OLD, DEG_INC, DEG_FULL)],
+            F.max(IN_STATE).alias(IN_STATE))
+        deg_new = F.when(col(IN_STATE) == 1, col(DEG_OLD) + col(DEG_INC)).otherwise(col(DEG_FULL))
+        return grouped.withColumn("_deg_new", deg_new)
+
+    def padded(self, s: Side, weight: SparkColumn) -> list[SparkColumn]:
+        """The output columns for a preserved row: itself, and NULLs for the other side if pairs are emitted."""
+        side = self.sides[s]
+        other = self.sides[s.other]
+        if not self.join_type.emits_pairs:
+            return [col(c) for c in side.columns] + [weight.alias(WEIGHT)]
+        nulls = {f.name: F.lit(None).cast(f.dataType).alias(f.name) for f in other.schema.fields}
+        mine = {c: col(c) for c in side.columns}
+        return [mine.get(c, nulls.get(c)) for c in self.output_columns()] + [weight.alias(WEIGHT)]
+
+    def gated_output(self, s: Side, rows: DataFrame) -> DataFrame:
+        w_new = col(W_OLD) + col(W_DELTA)
+        weight = w_new * self.gate(col("_deg_new")) - col(W_OLD) * self.gate(col(DEG_OLD))
+        return rows.select(*self.padded(s, weight)).where(col(WEIGHT) != 0)
+
+    def gated_null_keys(self, s: Side, rows: DataFrame) -> DataFrame:
+        return rows.select(*self.padded(s, col(WEIGHT) * self.gate(F.lit(0)))).where(col(WEIGHT) != 0)

@@ -1,0 +1,195 @@
+"""The join plan: what the compiler makes of a model's SQL and what the runtime executes.
+
+Expressions are Spark SQL text over *internal column names* (`<alias>__<column>`), so that
+every node's rows carry unique, readable column names and the generated code shows them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Union
+
+from .spec import InputSpec, ModelConfig
+from .types import JoinType
+
+
+def internal_name(alias: str, column: str) -> str:
+    """The name a column of an input carries inside the plan.
+
+    >>> internal_name("o", "order_id")
+    'o__order_id'
+    """
+    return f"{alias}__{column}"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A leaf: one input's changes, renamed to internal names and filtered by pushed-down predicates."""
+
+    input: str
+    alias: str
+    columns: tuple[tuple[str, str], ...]  # (input column, internal name)
+    filters: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.alias
+
+    @property
+    def output_columns(self) -> tuple[str, ...]:
+        return tuple(internal for _, internal in self.columns)
+
+    @property
+    def aliases(self) -> frozenset[str]:
+        return frozenset({self.alias})
+
+
+@dataclass(frozen=True)
+class EquiKey:
+    """One equality of a join condition: `left = right` (or `left <=> right` when null_safe)."""
+
+    left: str
+    right: str
+    null_safe: bool = False
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """An interval join's time condition: left_time - right_time lies in [lower, upper].
+
+    `lower`/`upper` are None when unbounded; `*_strict` marks `<`/`>` rather than `<=`/`>=`.
+    """
+
+    left_time: str
+    right_time: str
+    lower: timedelta | None
+    upper: timedelta | None
+    lower_strict: bool = False
+    upper_strict: bool = False
+
+
+@dataclass(frozen=True)
+class Join:
+    """A binary join node with its own state for each of its two inputs."""
+
+    id: str
+    join_type: JoinType
+    left: "Node"
+    right: "Node"
+    keys: tuple[EquiKey, ...]
+    residual: str | None = None
+    null_aware: bool = False  # NOT IN semantics for a single-key anti join
+    time_bound: TimeBound | None = None  # set for interval joins
+
+    @property
+    def output_columns(self) -> tuple[str, ...]:
+        if self.join_type.emits_pairs:
+            return self.left.output_columns + self.right.output_columns
+        return self.left.output_columns
+
+    @property
+    def aliases(self) -> frozenset[str]:
+        return self.left.aliases | self.right.aliases
+
+
+@dataclass(frozen=True)
+class MultiJoin:
+    """An N-way join of inputs sharing one key, with no intermediate state.
+
+    `inputs[0]` is the first input; `join_types[i]` (INNER or LEFT) joins `inputs[i]` to
+    the rows built so far, `keys[i]` is input i's common-key expression list and
+    `conditions[i]` the rest of its ON condition.
+    """
+
+    id: str
+    inputs: tuple[Scan, ...]
+    join_types: tuple[JoinType, ...]
+    keys: tuple[tuple[str, ...], ...]
+    null_safe: tuple[bool, ...]
+    conditions: tuple[str | None, ...]
+
+    @property
+    def output_columns(self) -> tuple[str, ...]:
+        return tuple(c for scan in self.inputs for c in scan.output_columns)
+
+    @property
+    def aliases(self) -> frozenset[str]:
+        return frozenset(s.alias for s in self.inputs)
+
+
+Node = Union[Scan, Join, MultiJoin]
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    name: str
+    expr: str
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    """A compiled model: the join tree, post-join filters and the output projection."""
+
+    model: str
+    sql: str
+    inputs: dict[str, InputSpec]
+    config: ModelConfig
+    root: Node
+    filters: tuple[str, ...]
+    outputs: tuple[OutputColumn, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.name for o in self.outputs]
+
+    def nodes(self) -> list[Node]:
+        """Every node, children before parents."""
+        out: list[Node] = []
+
+        def walk(node: Node) -> None:
+            if isinstance(node, Join):
+                walk(node.left)
+                walk(node.right)
+            elif isinstance(node, MultiJoin):
+                for scan in node.inputs:
+                    walk(scan)
+            out.append(node)
+
+        walk(self.root)
+        return out
+
+    @property
+    def is_interval(self) -> bool:
+        return any(isinstance(n, Join) and n.time_bound is not None for n in self.nodes())
+
+    def explain(self) -> str:
+        """A readable outline of the plan, used in the generated code and the run log."""
+        lines = [f"model {self.model}"]
+
+        def walk(node: Node, depth: int) -> None:
+            pad = "  " * depth
+            if isinstance(node, Scan):
+                filt = f" WHERE {' AND '.join(node.filters)}" if node.filters else ""
+                lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
+            elif isinstance(node, Join):
+                keys = " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in node.keys)
+                extra = f" residual {node.residual}" if node.residual else ""
+                if node.time_bound:
+                    extra += f" interval {node.time_bound}"
+                kind = f"{node.join_type.value}{' null-aware' if node.null_aware else ''}"
+                lines.append(f"{pad}{kind} join {node.id} ON {keys}{extra}")
+                walk(node.left, depth + 1)
+                walk(node.right, depth + 1)
+            else:
+                lines.append(f"{pad}multi-way join {node.id} on one key")
+                for scan, jt, cond in zip(node.inputs, node.join_types, node.conditions):
+                    lines.append(f"{pad}  {jt.value}{' ON ' + cond if cond else ''}:")
+                    walk(scan, depth + 2)
+
+        walk(self.root, 1)
+        if self.filters:
+            lines.append(f"  filter {' AND '.join(self.filters)}")
+        lines.append("  select " + ", ".join(f"{o.expr} AS {o.name}" for o in self.outputs))
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)

@@ -1,0 +1,85 @@
+"""A model's two outputs: the changelog table (append-only) and the result table (current rows).
+
+The result holds plain rows — a row that the join produces twice is stored twice — and is
+bucketed by a hash of the whole row, so a run rewrites only the buckets its retractions touch
+and appends its additions elsewhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from . import delta_log
+from .errors import InputError
+from .executor import StagedWrite
+from .plan import JoinPlan
+from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
+from .tables import ModelTables
+from .zset import WEIGHT, col, to_changelog
+
+BUCKET = "_bucket"
+
+
+def output_schema(output: DataFrame) -> StructType:
+    return StructType([f for f in output.schema.fields if f.name != WEIGHT])
+
+
+def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int) -> StagedWrite:
+    """The run's changelog rows, one per unit of weight, tagged with the run id."""
+    names = plan.output_names
+    rows = to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
+    rows = rows.withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
+    schema = StructType(list(output_schema(output).fields)
+                        + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
+    actions = delta_log.write_files(rows.coalesce(1), tables.changelog, tag=f"r{run_id}")
+    return StagedWrite(tables.changelog, actions, schema)
+
+
+def _expand(df: DataFrame, names: list[str]) -> DataFrame:
+    return df.select(*[col(c) for c in names], col(BUCKET),
+                     F.explode(F.array_repeat(F.lit(1), col(WEIGHT).cast("int"))).alias("_unit")).drop("_unit")
+
+
+@dataclass
+class StagedResult:
+    """The staged result update and how many rows it adds and retracts."""
+
+    write: StagedWrite
+    added: int
+    retracted: int
+
+
+def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
+                 versions: Mapping[str, int | None], run_id: int) -> StagedResult:
+    """Apply the run's change to the result: rewrite buckets with retractions, append the rest."""
+    names = plan.output_names
+    schema = output_schema(output)
+    buckets = plan.config.state_buckets
+    change = output.withColumn(BUCKET, F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int"))
+    per_bucket = change.groupBy(BUCKET).agg(
+        F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0)).alias("added"),
+        F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0)).alias("retracted")).collect()
+    rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
+    version = versions.get(tables.result)
+    old_files = delta_log.data_files(tables.result, version, partitions=rewrite, partition_column=BUCKET) if rewrite else []
+    bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
+    old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, bucket)
+    in_rewrite = col(BUCKET).isin(rewrite) if rewrite else F.lit(False)
+    merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
+              .unionByName(change.where(in_rewrite))
+              .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
+    missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
+    if missing:
+        rows = "; ".join(str({c: r[c] for c in names}) for r in missing)
+        raise InputError(f"the run retracts result rows that the result does not hold: {rows}; an input "
+                         "retracted a row it never inserted", model=plan.model)
+    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(_expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
+    actions = delta_log.write_files(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
+    if old_files:
+        actions += delta_log.remove_actions(old_files, tables.result)
+    write = StagedWrite(tables.result, actions, StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())]), (BUCKET,))
+    return StagedResult(write, sum(r["added"] for r in per_bucket), sum(r["retracted"] for r in per_bucket))

@@ -1,0 +1,224 @@
+"""The run protocol: one incremental run of a model, exactly once across all its tables.
+
+1. Plan the run: its id (last committed run + 1), each input's offsets (the Delta versions
+   of its changelog read so far, and up to where this run reads), and the version of every
+   model table it reads. If a previous attempt of this run committed some tables, its
+   manifest is taken from their commits, so the retry reads exactly what the first did.
+2. Read and validate every input's changes; compute the output change (nothing is written
+   before validation passed, so a bad input leaves every table as it was).
+3. Write data files, then commit table by table — state, changelog, result — each commit
+   tagged with the app transaction (`streamjoin:<model>`, run id) and carrying the manifest;
+   a table that already holds this run's commit is skipped. The run log commits last and
+   marks the run complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import reduce
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, _parse_datatype_string
+
+from . import delta_log
+from .errors import InputError
+from .executor import Executor, StagedWrite
+from .plan import JoinPlan
+from .results import stage_changelog, stage_result
+from .spec import ROW_KIND_COLUMN, InputSpec
+from .tables import ModelTables
+from .zset import bad_row_kinds, bad_row_kinds_test
+
+log = logging.getLogger("streamjoin")
+
+
+@dataclass
+class RunReport:
+    """What a run did: its id, the changes it read per input, and the changes it emitted."""
+
+    model: str
+    run_id: int | None
+    status: str  # "committed", "no changes"
+    changes_in: dict[str, int] = field(default_factory=dict)
+    rows_out: dict[str, int] = field(default_factory=dict)
+    offsets: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        ins = ", ".join(f"{k}={v}" for k, v in self.changes_in.items())
+        outs = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
+        return f"streamjoin {self.model} run {self.run_id}: {self.status}; changes in: {ins or '-'}; out: {outs or '-'}; {self.seconds:.1f}s"
+
+
+def app_id(model: str) -> str:
+    return f"streamjoin:{model}"
+
+
+def plan_fingerprint(plan: JoinPlan) -> str:
+    """A hash of what state depends on; a change means state must be rebuilt (--full-refresh)."""
+    return hashlib.sha256(plan.explain().encode()).hexdigest()[:16]
+
+
+def _manifest_of(path: str) -> dict[str, Any] | None:
+    v = delta_log.version(path)
+    if v is None:
+        return None
+    raw = delta_log.commit_info(path, v).get(delta_log.MANIFEST_KEY)
+    return json.loads(raw) if raw else None
+
+
+def _input_schema(spec: InputSpec) -> StructType:
+    fields = [StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns]
+    if spec.changelog_format == "changelog":
+        fields.append(StructField(spec.op_column, StringType()))
+    return StructType(fields)
+
+
+def _check_schema(spec: InputSpec, model: str) -> None:
+    """The input table must still have every declared column with the declared type."""
+    from deltalake import DeltaTable
+    import pyarrow as pa
+
+    actual = {f.name.lower(): f.type for f in pa.schema(DeltaTable(spec.location).schema().to_arrow())}
+    problems = []
+    expected = _input_schema(spec)
+    from .delta_log import arrow_schema
+
+    for f in arrow_schema(expected):
+        have = actual.get(f.name.lower())
+        if have is None:
+            problems.append(f"column '{f.name}' is missing")
+        elif not _compatible(have, f.type):
+            problems.append(f"column '{f.name}' is {have}, declared {f.type}")
+    if problems:
+        raise InputError("the input's schema no longer matches its declaration: " + "; ".join(problems)
+                         + ". Fix the declaration, then run with --full-refresh to rebuild state",
+                         model=model, input_name=spec.name)
+
+
+def _compatible(have: Any, want: Any) -> bool:
+    import pyarrow as pa
+
+    if have == want:
+        return True
+    if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
+        return True
+    if pa.types.is_string(have) or pa.types.is_large_string(have):
+        return pa.types.is_string(want) or pa.types.is_large_string(want)
+    return False
+
+
+class Run:
+    """One incremental run of a compiled model over its inputs' Delta changelogs."""
+
+    def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> None:
+        self.spark = spark
+        self.plan = plan
+        self.tables = tables
+        self.app = app_id(plan.model)
+        self.persisted: list[DataFrame] = []
+
+    def persist(self, df: DataFrame) -> DataFrame:
+        df = df.persist()
+        self.persisted.append(df)
+        return df
+
+    def prepare(self) -> tuple[int, dict[str, Any], bool]:
+        """The run id and manifest; `resumed` when a previous attempt already committed part of it."""
+        last = delta_log.app_version(self.tables.runs, self.app) or 0
+        run_id = last + 1
+        for path in self.tables.all_tables():
+            if delta_log.app_version(path, self.app) == run_id:
+                manifest = _manifest_of(path)
+                if manifest is not None:
+                    return run_id, manifest, True
+        previous = _manifest_of(self.tables.runs) or {}
+        fingerprint = plan_fingerprint(self.plan)
+        if previous and previous.get("plan") != fingerprint:
+            raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
+                             "fits; run it with --full-refresh", model=self.plan.model)
+        starts = {name: previous.get("offsets", {}).get(name, {}).get("end") for name in self.plan.inputs}
+        offsets = {}
+        for name, spec in self.plan.inputs.items():
+            if spec.location is None or not delta_log.exists(spec.location):
+                raise InputError(f"no Delta table at {spec.location!r}", model=self.plan.model, input_name=name)
+            offsets[name] = {"start": starts[name], "end": delta_log.version(spec.location)}
+        versions = {path: delta_log.version(path) for path in self.tables.all_tables()}
+        manifest = {"run": run_id, "plan": fingerprint, "offsets": offsets, "versions": versions,
+                    "started": time.time()}
+        return run_id, manifest, False
+
+    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int]]:
+        """Every input's changes for this run, validated; also how many changes each has."""
+        changes = {}
+        for name, spec in self.plan.inputs.items():
+            off = manifest["offsets"][name]
+            _check_schema(spec, self.plan.model)
+            files = delta_log.added_between(spec.location, off["start"], off["end"], what=name)
+            df = delta_log.read(self.spark, files, _input_schema(spec))
+            if spec.changelog_format == "append":
+                df = df.withColumn(spec.op_column, F.lit("+I"))
+            changes[name] = self.persist(df)
+        counts = [df.agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
+                         F.count_if(bad_row_kinds_test(self.plan.inputs[name].op_column)).alias("bad"))
+                  for name, df in changes.items()]
+        totals = {r["input"]: (r["n"], r["bad"]) for r in reduce(DataFrame.unionByName, counts).collect()}
+        for name, (_, bad) in totals.items():
+            if bad:
+                spec = self.plan.inputs[name]
+                rows = "; ".join(str(r.asDict()) for r in bad_row_kinds(changes[name], spec.op_column).limit(3).collect())
+                raise InputError(f"{bad} row(s) with a row kind that is not one of +I, -U, +U, -D in column "
+                                 f"'{spec.op_column}', e.g. {rows}", model=self.plan.model, input_name=name)
+        return changes, {name: n for name, (n, _) in totals.items()}
+
+    def execute(self) -> RunReport:
+        started = time.time()
+        run_id, manifest, resumed = self.prepare()
+        offsets = manifest["offsets"]
+        if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
+            return RunReport(self.plan.model, None, "no changes", offsets=offsets)
+        try:
+            changes, counts = self.read_changes(manifest)
+            versions = {k: v for k, v in manifest["versions"].items()}
+            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist)
+            output = self.persist(executor.output())
+            staged = list(executor.staged)
+            staged.append(stage_changelog(output, self.plan, self.tables, run_id))
+            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id)
+            staged.append(result.write)
+            report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
+                               rows_out={"+": result.added, "-": result.retracted})
+            staged.append(self.stage_run_log(run_id, manifest, report))
+            self.commit(staged, run_id, manifest)
+        finally:
+            for df in self.persisted:
+                df.unpersist()
+        report.seconds = time.time() - started
+        log.info(report.summary())
+        return report
+
+    def stage_run_log(self, run_id: int, manifest: Mapping[str, Any], report: RunReport) -> StagedWrite:
+        schema = StructType([StructField("run_id", LongType()), StructField("manifest", StringType()),
+                             StructField("changes_in", StringType()), StructField("rows_out", StringType())])
+        row = pa.table({"run_id": pa.array([run_id], pa.int64()), "manifest": [json.dumps(manifest)],
+                        "changes_in": [json.dumps(report.changes_in)], "rows_out": [json.dumps(report.rows_out)]})
+        return StagedWrite(self.tables.runs, delta_log.write_small(row, self.tables.runs, tag=f"r{run_id}"), schema)
+
+    def commit(self, staged: list[StagedWrite], run_id: int, manifest: Mapping[str, Any]) -> None:
+        metadata = {delta_log.MANIFEST_KEY: json.dumps(manifest), "streamjoin.run": str(run_id)}
+        for write in staged:
+            if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
+                continue  # a previous attempt of this run committed this table already
+            delta_log.commit(write.path, write.actions, write.schema, partition_by=write.partition_by,
+                             app_id=self.app, run_id=run_id, metadata=metadata)
+
+
+def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:
+    """Perform one incremental run of `plan` with its state under `tables`."""
+    return Run(spark, plan, tables).execute()

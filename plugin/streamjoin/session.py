@@ -1,0 +1,46 @@
+"""The SparkSession streamjoin runs on by default: local Spark tuned for small, frequent runs."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Mapping
+
+from pyspark.sql import SparkSession
+
+DEFAULTS: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.locality.wait": "0s",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.hadoop.parquet.summary.metadata.level": "NONE",
+    "spark.sql.sources.ignoreCorruptFiles": "false",
+}
+
+
+def configure_python() -> None:
+    """Make Spark's Python workers use this interpreter (the project's virtualenv)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def local_session(*, master: str | None = None, conf: Mapping[str, str] | None = None,
+                  app_name: str = "streamjoin") -> SparkSession:
+    """A SparkSession with streamjoin's defaults; `conf` overrides them."""
+    configure_python()
+    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("STREAMJOIN_SPARK_MASTER", "local[2]"))
+    for key, value in {**DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    apply_runtime_defaults(spark)
+    return spark
+
+
+def apply_runtime_defaults(spark: SparkSession) -> None:
+    """Settings a run relies on, applied to any session (also one dbt or a cluster created)."""
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")

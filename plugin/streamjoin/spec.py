@@ -1,0 +1,158 @@
+"""Specs: what a user declares about a model's inputs and its configuration.
+
+Specs are frozen dataclasses built through `from_dict` constructors that collect every
+problem before raising one `ConfigError`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, Mapping
+
+from .errors import ConfigError
+from .types import parse_duration
+
+JoinStrategy = Literal["auto", "binary", "multi"]
+MissingRetractionPolicy = Literal["fail", "ignore"]
+ChangelogFormat = Literal["changelog", "append"]
+
+ROW_KIND_COLUMN = "_row_kind"
+RUN_ID_COLUMN = "_run_id"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A named, typed column; `type` is a Spark SQL type name such as `bigint` or `decimal(10,2)`."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How one input of a model is declared: its columns, keys and event time.
+
+    `location` is where its changelog lives (a Delta table path); `changelog_format` says how
+    rows carry their row kind (`changelog`: an op column; `append`: insert-only events).
+    """
+
+    name: str
+    columns: tuple[Column, ...]
+    unique_key: tuple[str, ...] = ()
+    event_time: str | None = None
+    watermark_delay: timedelta = timedelta(0)
+    location: str | None = None
+    changelog_format: ChangelogFormat = "changelog"
+    op_column: str = ROW_KIND_COLUMN
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def column_type(self, name: str) -> str:
+        for c in self.columns:
+            if c.name.lower() == name.lower():
+                return c.type
+        raise KeyError(name)
+
+    @classmethod
+    def from_dict(cls, name: str, raw: Mapping[str, Any], *, model: str | None = None) -> "InputSpec":
+        """Build from a declaration such as a conformance case's `inputs` entry or dbt YAML."""
+        problems: list[str] = []
+        known = {"columns", "unique_key", "event_time", "watermark_delay", "location",
+                 "changelog_format", "op_column"}
+        for key in raw:
+            if key not in known:
+                problems.append(f"input '{name}': unknown key '{key}' (known: {', '.join(sorted(known))})")
+        columns: list[Column] = []
+        for item in raw.get("columns") or []:
+            if isinstance(item, Mapping):
+                columns.append(Column(str(item["name"]), str(item.get("type", item.get("data_type")))))
+            else:
+                columns.append(Column(str(item[0]), str(item[1])))
+        if not columns:
+            problems.append(f"input '{name}': declare its columns")
+        names = {c.name.lower() for c in columns}
+        if len(names) != len(columns):
+            problems.append(f"input '{name}': column names repeat")
+        unique_key = tuple(raw.get("unique_key") or ())
+        if isinstance(raw.get("unique_key"), str):
+            unique_key = (raw["unique_key"],)
+        for col in unique_key:
+            if col.lower() not in names:
+                problems.append(f"input '{name}': unique_key column '{col}' is not one of its columns")
+        event_time = raw.get("event_time")
+        if event_time is not None and event_time.lower() not in names:
+            problems.append(f"input '{name}': event_time column '{event_time}' is not one of its columns")
+        try:
+            delay = parse_duration(raw.get("watermark_delay"), what=f"input '{name}' watermark_delay")
+        except ValueError as exc:
+            problems.append(str(exc))
+            delay = timedelta(0)
+        fmt = raw.get("changelog_format", "changelog")
+        if fmt not in ("changelog", "append"):
+            problems.append(f"input '{name}': changelog_format '{fmt}' is not one of changelog, append")
+        if problems:
+            raise ConfigError(problems, model=model)
+        return cls(
+            name=name,
+            columns=tuple(columns),
+            unique_key=unique_key,
+            event_time=event_time,
+            watermark_delay=delay,
+            location=raw.get("location"),
+            changelog_format=fmt,
+            op_column=raw.get("op_column", ROW_KIND_COLUMN),
+        )
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A streaming_join model's configuration (`config(...)` in dbt)."""
+
+    join_strategy: JoinStrategy = "auto"
+    state_ttl: timedelta | None = None
+    allowed_lateness: timedelta = timedelta(0)
+    on_missing_retraction: MissingRetractionPolicy = "fail"
+    output_unique_key: tuple[str, ...] = ()
+    state_buckets: int = 16
+
+    KEYS = ("join_strategy", "state_ttl", "allowed_lateness", "on_missing_retraction",
+            "output_unique_key", "state_buckets")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None, *, model: str | None = None,
+                  ignore: tuple[str, ...] = ()) -> "ModelConfig":
+        """Validate a config mapping; unknown keys are errors (keys in `ignore` are skipped)."""
+        raw = dict(raw or {})
+        problems: list[str] = []
+        for key in raw:
+            if key not in cls.KEYS and key not in ignore:
+                problems.append(f"unknown config key '{key}' (known: {', '.join(cls.KEYS)})")
+        strategy = raw.get("join_strategy", "auto")
+        if strategy not in ("auto", "binary", "multi"):
+            problems.append(f"join_strategy '{strategy}' is not one of auto, binary, multi")
+        policy = raw.get("on_missing_retraction", "fail")
+        if policy not in ("fail", "ignore"):
+            problems.append(f"on_missing_retraction '{policy}' is not one of fail, ignore")
+        ttl = lateness = None
+        try:
+            ttl = parse_duration(raw["state_ttl"], what="state_ttl") if raw.get("state_ttl") else None
+            lateness = parse_duration(raw.get("allowed_lateness"), what="allowed_lateness")
+        except ValueError as exc:
+            problems.append(str(exc))
+        key = raw.get("output_unique_key") or ()
+        key = (key,) if isinstance(key, str) else tuple(key)
+        buckets = raw.get("state_buckets", 16)
+        if not isinstance(buckets, int) or not 1 <= buckets <= 4096:
+            problems.append(f"state_buckets {buckets!r} must be a whole number from 1 to 4096")
+        if problems:
+            raise ConfigError(problems, model=model)
+        return cls(
+            join_strategy=strategy,
+            state_ttl=ttl,
+            allowed_lateness=lateness or timedelta(0),
+            on_missing_retraction=policy,
+            output_unique_key=key,
+            state_buckets=buckets,
+        )
