@@ -1,0 +1,128 @@
+"""Profile fields of ``type: streamjoin`` and the connection manager that starts Spark."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from multiprocessing.context import SpawnContext
+from pathlib import Path
+from typing import Any, List, Optional, Tuple, cast
+
+from dbt.adapters.contracts.connection import AdapterRequiredConfig, Connection, ConnectionState
+from dbt.adapters.exceptions import FailedToConnectError
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+from dbt_common.exceptions import DbtConfigError
+
+from dbt.adapters.streamjoin import session
+from dbt.adapters.streamjoin.session import SessionPlan
+
+#: Project-relative folder for the embedded warehouse, metastore and state.
+DEFAULT_LOCAL_DIR = ".streamjoin"
+
+
+@dataclass
+class StreamjoinCredentials(SparkCredentials):
+    """dbt-spark's credentials, defaulted for an in-process SparkSession.
+
+    ``type: streamjoin`` alone is a complete profile: method ``session``, schema
+    ``default``, local Spark, and a catalog persisted under ``<project>/.streamjoin``.
+
+    Attributes:
+        local_dir: Folder for the embedded warehouse and Derby metastore; relative paths
+            are relative to the dbt project. Default ``.streamjoin``.
+        state_root: Where streamjoin keeps its Delta state tables; a path (relative to
+            the project) or a URI. Default ``<local_dir>/state``.
+    """
+
+    method: SparkConnectionMethod = SparkConnectionMethod.SESSION
+    host: Optional[str] = "localhost"
+    schema: Optional[str] = "default"  # type: ignore[assignment]
+    local_dir: Optional[str] = None
+    state_root: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        problems: List[str] = []
+        if self.method != SparkConnectionMethod.SESSION:
+            problems.append(
+                f"method: '{self.method}' is not supported; streamjoin runs Spark in dbt's "
+                "process. Set `method: session` (or omit it); to use a cluster set "
+                "`server_side_parameters: {spark.master: ...}`."
+            )
+        if self.local_dir is not None and (not self.local_dir.strip() or _is_uri(self.local_dir)):
+            problems.append(
+                f"local_dir: {self.local_dir!r} must be a local folder path (the Derby "
+                "metastore lives there). Omit it for `<project>/.streamjoin`."
+            )
+        if self.state_root is not None and not self.state_root.strip():
+            problems.append(
+                "state_root: must not be empty. Omit it for `<local_dir>/state`, or give a "
+                "path or URI."
+            )
+        if problems:
+            raise DbtConfigError(
+                "Invalid `type: streamjoin` profile:\n  - " + "\n  - ".join(problems)
+            )
+        super().__post_init__()
+
+    @property
+    def type(self) -> str:
+        return "streamjoin"
+
+    def _connection_keys(self) -> Tuple[str, ...]:
+        return ("method", "host", "schema", "local_dir", "state_root", "server_side_parameters")
+
+    def session_plan(self, *, project_root: Path, app_name: str) -> SessionPlan:
+        """The SparkSession plan, with relative paths resolved against ``project_root``."""
+        local_dir = _resolve(self.local_dir or DEFAULT_LOCAL_DIR, base=project_root)
+        state_root = (
+            self.state_root
+            if self.state_root is not None and _is_uri(self.state_root)
+            else str(_resolve(self.state_root or str(local_dir / "state"), base=project_root))
+        )
+        return SessionPlan.embedded(
+            local_dir=local_dir,
+            state_root=state_root,
+            server_side_parameters=self.server_side_parameters,
+            app_name=app_name,
+        )
+
+
+def _is_uri(value: str) -> bool:
+    return "://" in value or value.startswith("file:")
+
+
+def _resolve(path: str, *, base: Path) -> Path:
+    resolved = Path(path).expanduser()
+    return resolved if resolved.is_absolute() else (base / resolved).resolve()
+
+
+class StreamjoinConnectionManager(SparkConnectionManager):
+    """dbt-spark's ``session`` connections, on a SparkSession this adapter configures."""
+
+    TYPE = "streamjoin"
+
+    def __init__(self, profile: AdapterRequiredConfig, mp_context: SpawnContext) -> None:
+        super().__init__(profile, mp_context)
+        credentials = cast(StreamjoinCredentials, profile.credentials)
+        project_root = Path(getattr(profile, "project_root", None) or os.getcwd())
+        project_name = getattr(profile, "project_name", None) or project_root.name
+        self.session_plan = credentials.session_plan(
+            project_root=project_root, app_name=f"dbt-streamjoin ({project_name})"
+        )
+        session.configure(self.session_plan)
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state != ConnectionState.OPEN:
+            try:
+                session.get_or_create()
+            except Exception as exc:
+                raise FailedToConnectError(
+                    f"could not start the in-process SparkSession: {type(exc).__name__}: {exc}"
+                ) from exc
+        return super().open(connection)
+

@@ -1,0 +1,55 @@
+"""The ``streamjoin`` adapter: dbt-spark's SparkAdapter, in-process, plus streamjoin's API."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Type
+
+from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtConfigError
+from typing_extensions import TypeAlias
+
+from dbt.adapters.streamjoin import session
+from dbt.adapters.streamjoin.connections import StreamjoinConnectionManager
+from dbt.adapters.streamjoin.python_submission import SUBMISSION_METHOD, SessionPythonJobHelper
+
+
+class StreamjoinAdapter(SparkAdapter):
+    """SparkAdapter whose Python models run in dbt's process on the shared SparkSession.
+
+    Every dbt-spark macro and materialization applies (the plugin depends on ``spark``);
+    the ``@available`` methods below are what streamjoin's macros call.
+    """
+
+    ConnectionManager: TypeAlias = StreamjoinConnectionManager
+    connections: StreamjoinConnectionManager
+
+    @available
+    def streamjoin_home(self) -> str:
+        """Where streamjoin keeps its Delta state tables (profile field ``state_root``)."""
+        return self.connections.session_plan.state_root
+
+    @property
+    def default_python_submission_method(self) -> str:
+        return SUBMISSION_METHOD
+
+    @property
+    def python_submission_helpers(self) -> Dict[str, Type[PythonJobHelper]]:
+        return {SUBMISSION_METHOD: SessionPythonJobHelper}
+
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
+        method = parsed_model["config"].get("submission_method", SUBMISSION_METHOD)
+        if method != SUBMISSION_METHOD:
+            raise DbtConfigError(
+                f"submission_method: {method!r} in model {parsed_model.get('unique_id')} is "
+                f"not supported by the streamjoin adapter; remove it or set "
+                f"`submission_method: {SUBMISSION_METHOD}`."
+            )
+        # Model code calls SparkSession.builder.getOrCreate(): make sure it finds ours.
+        session.get_or_create()
+        return super().submit_python_job(parsed_model, compiled_code)
+
+    @classmethod
+    def _get_adapter_specific_run_info(cls, config: Any) -> Dict[str, Any]:
+        return {**super()._get_adapter_specific_run_info(config), "adapter_type": "streamjoin"}

@@ -1,0 +1,150 @@
+"""The one in-process SparkSession that dbt's SQL and Python models share.
+
+A SparkSession is a process-wide singleton, so this module mirrors it: the connection
+manager registers a :class:`SessionPlan` with :func:`configure` (cheap, no JVM), and the
+first connection that opens calls :func:`get_or_create`, which starts Spark from the plan.
+Every later ``SparkSession.builder.getOrCreate()`` (dbt-spark's cursor, Python model code)
+then returns that same session.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtInternalError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = AdapterLogger("Streamjoin")
+
+#: Master used when the profile's ``server_side_parameters`` name none.
+DEFAULT_MASTER = "local[*]"
+#: Shuffle partitions for a local master: small data, few cores.
+LOCAL_SHUFFLE_PARTITIONS = "4"
+
+
+def _derby_url(metastore_dir: Path) -> str:
+    return f"jdbc:derby:;databaseName={metastore_dir};create=true"
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What the in-process SparkSession is started with.
+
+    Attributes:
+        conf: Spark configuration, profile ``server_side_parameters`` already applied on
+            top of the embedded defaults.
+        local_dir: Project-local folder holding the warehouse, metastore and ``derby.log``.
+        state_root: Where streamjoin keeps its Delta state tables (a path or a URI).
+    """
+
+    conf: Mapping[str, str]
+    local_dir: Path
+    state_root: str
+    app_name: str = field(default="dbt-streamjoin")
+
+    @classmethod
+    def embedded(
+        cls,
+        *,
+        local_dir: Path,
+        state_root: str,
+        server_side_parameters: Mapping[str, str],
+        app_name: str = "dbt-streamjoin",
+    ) -> SessionPlan:
+        """Local Spark with a persistent Hive catalog under ``local_dir``.
+
+        The defaults give a local master, no UI, few shuffle partitions, a warehouse
+        in ``local_dir/warehouse`` and an embedded Derby metastore in
+        ``local_dir/metastore_db``. Any key in ``server_side_parameters`` wins, so the
+        same project can point ``spark.master`` or the warehouse at a cluster.
+
+        >>> plan = SessionPlan.embedded(local_dir=Path("/p/.streamjoin"),
+        ...     state_root="/p/.streamjoin/state", server_side_parameters={})
+        >>> plan.conf["spark.sql.warehouse.dir"], plan.conf["spark.sql.shuffle.partitions"]
+        ('/p/.streamjoin/warehouse', '4')
+        """
+        defaults = {
+            "spark.master": DEFAULT_MASTER,
+            "spark.app.name": app_name,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.catalogImplementation": "hive",
+            "spark.sql.warehouse.dir": str(local_dir / "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": _derby_url(local_dir / "metastore_db"),
+            # derby.log goes where derby.system.home points (else: the current directory).
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={local_dir}",
+        }
+        conf = {**defaults, **server_side_parameters}
+        if conf["spark.master"].startswith("local"):
+            conf.setdefault("spark.sql.shuffle.partitions", LOCAL_SHUFFLE_PARTITIONS)
+        return cls(
+            conf=MappingProxyType(conf),
+            local_dir=local_dir,
+            state_root=state_root,
+            app_name=app_name,
+        )
+
+
+_lock = threading.Lock()
+_plan: Optional[SessionPlan] = None
+_session: Optional["SparkSession"] = None
+
+
+def configure(plan: SessionPlan) -> None:
+    """Register the plan the process's SparkSession will be started with."""
+    global _plan
+    with _lock:
+        if _session is not None and _plan is not None and plan.conf != _plan.conf:
+            logger.warning(
+                "A SparkSession is already running in this process; its configuration "
+                "is kept and the new profile's Spark settings are ignored. Run dbt in a "
+                "new process to change them."
+            )
+        _plan = plan
+
+
+def get_or_create() -> "SparkSession":
+    """The process's SparkSession, started from the configured plan on first use."""
+    global _session
+    with _lock:
+        if _session is not None:
+            return _session
+        if _plan is None:
+            raise DbtInternalError("streamjoin: session.get_or_create() before configure()")
+        _session = _start(_plan)
+        return _session
+
+
+def _start(plan: SessionPlan) -> "SparkSession":
+    # Python workers must run the interpreter dbt runs in, with the same packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    plan.local_dir.mkdir(parents=True, exist_ok=True)
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in plan.conf.items():
+        builder = builder.config(key, value)
+    if plan.conf.get("spark.sql.catalogImplementation") == "hive":
+        builder = builder.enableHiveSupport()
+    logger.debug(f"Starting SparkSession: {dict(plan.conf)}")
+    spark = builder.getOrCreate()
+
+    warehouse = spark.conf.get("spark.sql.warehouse.dir", None)
+    wanted = plan.conf.get("spark.sql.warehouse.dir")
+    if wanted and warehouse and warehouse.removeprefix("file:").rstrip("/") != wanted.rstrip("/"):
+        logger.warning(
+            f"Reusing a SparkSession started elsewhere in this process: its warehouse is "
+            f"{warehouse}, not {wanted}."
+        )
+    return spark

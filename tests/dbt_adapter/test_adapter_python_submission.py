@@ -1,0 +1,47 @@
+"""In-process execution of compiled Python model code (no Spark needed here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.streamjoin.python_submission import (
+    PythonModelError,
+    PythonModelResultError,
+    run_model_code,
+    save_as_table,
+)
+from dbt_common.exceptions import DbtRuntimeError
+
+FAILING_MODEL = """
+    def model(dbt, session):
+        return helper(session)
+
+def helper(session):
+    raise KeyError(f"no column for {session}")
+
+model(None, spark)
+"""
+
+
+def test_code_runs_with_spark_in_scope() -> None:
+    run_model_code('assert spark == "SESSION", spark', model_id="model.p.ok", spark="SESSION")
+
+
+def test_failure_is_a_dbt_error_with_the_models_traceback() -> None:
+    with pytest.raises(PythonModelError) as raised:
+        run_model_code(FAILING_MODEL, model_id="model.p.bad", spark="SESSION")
+    error = raised.value
+    assert isinstance(error, DbtRuntimeError)
+    message = str(error)
+    assert "Python model model.p.bad failed" in message
+    assert "Traceback (most recent call last)" in message
+    assert 'raise KeyError(f"no column for {session}")' in message
+    assert "in helper" in message and "KeyError: 'no column for SESSION'" in message
+    # line numbers follow the compiled file: the raise is on line 6
+    assert '<dbt python model model.p.bad>", line 6, in helper' in message
+    assert "run_model_code" not in message
+
+
+def test_a_non_dataframe_result_is_rejected_with_the_fix() -> None:
+    with pytest.raises(PythonModelResultError, match="return a pyspark.sql.DataFrame"):
+        save_as_table([1, 2], relation="`default`.`x`", file_format="", spark=None)

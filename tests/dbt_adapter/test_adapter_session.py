@@ -1,0 +1,41 @@
+"""SessionPlan: embedded defaults, and profile server_side_parameters on top."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dbt.adapters.streamjoin.session import SessionPlan
+
+
+def plan_with(**server_side_parameters: str) -> SessionPlan:
+    return SessionPlan.embedded(
+        local_dir=Path("/p/.streamjoin"),
+        state_root="/p/.streamjoin/state",
+        server_side_parameters={k.replace("__", "."): v for k, v in server_side_parameters.items()},
+    )
+
+
+def test_embedded_defaults() -> None:
+    conf = plan_with().conf
+    assert conf["spark.master"] == "local[*]"
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.sql.catalogImplementation"] == "hive"
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
+        "jdbc:derby:;databaseName=/p/.streamjoin/metastore_db;create=true"
+    )
+    assert conf["spark.driver.extraJavaOptions"] == "-Dderby.system.home=/p/.streamjoin"
+
+
+def test_server_side_parameters_win() -> None:
+    conf = plan_with(
+        spark__sql__shuffle__partitions="3", spark__sql__warehouse__dir="/lake/warehouse"
+    ).conf
+    assert conf["spark.sql.shuffle.partitions"] == "3"
+    assert conf["spark.sql.warehouse.dir"] == "/lake/warehouse"
+
+
+def test_a_cluster_master_gets_no_local_shuffle_default() -> None:
+    conf = plan_with(spark__master="spark://spark-master:7077").conf
+    assert conf["spark.master"] == "spark://spark-master:7077"
+    assert "spark.sql.shuffle.partitions" not in conf
