@@ -1,0 +1,1 @@
+"""Benchmarks for streamjoin: data generators and drivers (not part of the package)."""
