@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -25,6 +25,7 @@ class StagedWrite:
     actions: list
     schema: StructType
     partition_by: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Executor:
     changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
     persist: Callable[[DataFrame], DataFrame]
     staged: list[StagedWrite] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
 
     def schema(self, node: Node) -> StructType:
         if isinstance(node, Scan):
@@ -125,7 +127,8 @@ class Executor:
             self.stage_state(states[s], result.appends[s])
         return self.persist(result.output)
 
-    def stage_state(self, state: StateTable, appends: DataFrame) -> None:
+    def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
+        """Write a state table's appended rows; its commit waits for the end of the run."""
         actions = state.stage(appends, tag=f"r{self.run_id}")
-        if actions or state.version is None:
-            self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",)))
+        if actions or state.version is None or metadata:
+            self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {})))

@@ -48,6 +48,7 @@ class RunReport:
     changes_in: dict[str, int] = field(default_factory=dict)
     rows_out: dict[str, int] = field(default_factory=dict)
     offsets: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -193,7 +194,7 @@ class Run:
             result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id)
             staged.append(result.write)
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
-                               rows_out={"+": result.added, "-": result.retracted})
+                               rows_out={"+": result.added, "-": result.retracted}, metrics=dict(executor.metrics))
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:
@@ -205,9 +206,11 @@ class Run:
 
     def stage_run_log(self, run_id: int, manifest: Mapping[str, Any], report: RunReport) -> StagedWrite:
         schema = StructType([StructField("run_id", LongType()), StructField("manifest", StringType()),
-                             StructField("changes_in", StringType()), StructField("rows_out", StringType())])
+                             StructField("changes_in", StringType()), StructField("rows_out", StringType()),
+                             StructField("metrics", StringType())])
         row = pa.table({"run_id": pa.array([run_id], pa.int64()), "manifest": [json.dumps(manifest)],
-                        "changes_in": [json.dumps(report.changes_in)], "rows_out": [json.dumps(report.rows_out)]})
+                        "changes_in": [json.dumps(report.changes_in)], "rows_out": [json.dumps(report.rows_out)],
+                        "metrics": [json.dumps(report.metrics, default=str)]})
         return StagedWrite(self.tables.runs, delta_log.write_small(row, self.tables.runs, tag=f"r{run_id}"), schema)
 
     def commit(self, staged: list[StagedWrite], run_id: int, manifest: Mapping[str, Any]) -> None:
@@ -216,7 +219,7 @@ class Run:
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
                 continue  # a previous attempt of this run committed this table already
             delta_log.commit(write.path, write.actions, write.schema, partition_by=write.partition_by,
-                             app_id=self.app, run_id=run_id, metadata=metadata)
+                             app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata})
 
 
 def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:
