@@ -104,6 +104,9 @@ class _Compiler:
         for conjunct in _conjuncts(where.this) if where else []:
             if self.is_subquery_predicate(conjunct):
                 root = self.add_subquery_join(root, conjunct, scope)
+            elif conjunct.find(exp.Exists) or any(i.args.get("query") for i in conjunct.find_all(exp.In)):
+                raise self.fail("a subquery inside OR or another expression is not supported; only AND-ed "
+                                "[NOT] EXISTS and [NOT] IN subqueries", conjunct)
             else:
                 pending.append(conjunct)
         root, leftover = self.place_predicates(root, pending, scope)
@@ -146,7 +149,7 @@ class _Compiler:
         spec = self.inputs.get(name.lower()) or self.inputs.get(".".join(p.name for p in table.parts).lower())
         if spec is None:
             known = ", ".join(sorted(s.name for s in self.inputs.values()))
-            raise self.fail(f"unknown input '{table.sql('spark')}' (declared inputs: {known})", table)
+            raise self.fail(f"unknown input '{name}' (declared inputs: {known})", table)
         alias = table.alias_or_name
         if alias.lower() in scope.bindings:
             raise self.fail(f"alias '{alias}' is used twice", table)
@@ -397,7 +400,7 @@ class _Compiler:
         if isinstance(inner, exp.In):
             if len(sub.expressions) != 1 or isinstance(inner.this, exp.Tuple):
                 raise self.fail("IN with a multi-column subquery is not supported", inner)
-            correlated.append(exp.EQ(this=inner.this.copy(), expression=sub.expressions[0].copy()))
+            correlated.append(exp.EQ(this=self.qualify(inner.this, scope, sub_scope), expression=sub.expressions[0].copy()))
             if negated:
                 if len(correlated) > 1:
                     raise self.fail("a correlated NOT IN subquery is not supported; write NOT EXISTS", inner)
@@ -411,6 +414,18 @@ class _Compiler:
         if null_aware and (len(join.keys) != 1 or join.residual is not None):
             raise self.fail("NOT IN is supported for one column compared with the subquery's one column", inner)
         return join
+
+    def qualify(self, e: exp.Expression, outer: _Scope, inner: _Scope) -> exp.Expression:
+        """`e` (written in the outer query) with its columns qualified so the subquery's scope cannot capture them."""
+        def fix(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column):
+                binding, name = self.resolve(node, outer)
+                if binding.alias.lower() in inner.bindings:
+                    raise self.fail(f"alias '{binding.alias}' is used both outside and inside the subquery; rename one", node)
+                return exp.column(name, binding.alias)
+            return node
+
+        return e.copy().transform(fix)
 
     # -- SELECT list ------------------------------------------------------------------------
     def outputs(self, select: exp.Select, scope: _Scope, root: Node) -> list[OutputColumn]:

@@ -8,13 +8,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
-from .errors import CompileError
 from .operators.regular import JoinSide, RegularJoin
 from .plan import Join, JoinPlan, MultiJoin, Node, Scan
 from .state import StateLayout, StateTable
 from .tables import ModelTables
 from .types import JoinType, Side
 from .zset import WEIGHT, col, consolidate, from_changelog
+
+
+def _millis(duration) -> int | None:
+    return None if duration is None else int(duration.total_seconds() * 1000)
 
 
 @dataclass
@@ -39,6 +42,7 @@ class Executor:
     run_id: int
     changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
     persist: Callable[[DataFrame], DataFrame]
+    now_ms: int  # the run's time (from its manifest, so a retry computes the same)
     staged: list[StagedWrite] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
 
@@ -110,25 +114,27 @@ class Executor:
     def state_table(self, name: str, side: JoinSide) -> StateTable:
         path = self.tables.state(name)
         return StateTable(path=path, schema=side.schema, key_columns=side.key_columns,
-                          tracks_degree=side.tracks_degree, version=self.versions.get(path))
+                          tracks_degree=side.tracks_degree, version=self.versions.get(path),
+                          bucket_exprs=side.bucket_key_exprs, buckets=self.plan.config.state_buckets)
 
     def regular_join(self, node: Join) -> DataFrame:
-        if node.null_aware:
-            raise CompileError("NOT IN (subquery) is not supported yet; write NOT EXISTS", model=self.plan.model)
         deltas = {Side.LEFT: self.delta(node.left), Side.RIGHT: self.delta(node.right)}
         key_types = self.key_types(node)
         sides = {s: self.side_of(node, s, key_types) for s in Side}
         states = {s: self.state_table(f"{node.id}_{s.value}", sides[s]) for s in Side}
         op = RegularJoin(join_type=node.join_type, left=sides[Side.LEFT], right=sides[Side.RIGHT],
                          residual=node.residual, buckets=self.plan.config.state_buckets,
-                         policy=self.plan.config.on_missing_retraction, model=self.plan.model)
+                         policy=self.plan.config.on_missing_retraction, model=self.plan.model,
+                         now_ms=self.now_ms, ttl_ms=_millis(self.plan.config.state_ttl), null_aware=node.null_aware)
         result = op.run(self.spark, deltas, states, self.persist)
         for s in Side:
-            self.stage_state(states[s], result.appends[s])
+            self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
         return self.persist(result.output)
 
     def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
         """Write a state table's appended rows; its commit waits for the end of the run."""
-        actions = state.stage(appends, tag=f"r{self.run_id}")
+        ttl = _millis(self.plan.config.state_ttl)
+        actions = state.stage(self.spark, appends, tag=f"r{self.run_id}",
+                              expire_before=None if ttl is None else self.now_ms - ttl)
         if actions or state.version is None or metadata:
             self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {})))

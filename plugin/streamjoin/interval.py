@@ -1,11 +1,24 @@
 """Recognise an interval (time-windowed) join in a join's condition.
 
-`a.ts BETWEEN b.ts - INTERVAL '4' HOUR AND b.ts`, and the `<`, `<=`, `>`, `>=` forms with
-either side's time on the left, between the event-time columns of two inputs, become a
-`TimeBound` on the join: lower <= left_time - right_time <= upper.
+A join of two inputs that both declare an `event_time`, whose ON condition bounds the
+difference of those two event times from below *and* from above, is Flink's interval join:
+`l.ts BETWEEN r.ts - INTERVAL '4' HOUR AND r.ts`, or `<`, `<=`, `>`, `>=` comparisons with
+either side's time on the left and INTERVAL offsets on either side. The bounds become a
+`TimeBound` on the join (lower <= left_time - right_time <= upper) and leave the residual.
+A join with only one of the two bounds keeps its state forever, so it stays a regular join.
+
+>>> from streamjoin.compiler import compile_sql
+>>> from streamjoin.spec import InputSpec
+>>> cols = {"columns": [["id", "int"], ["ts", "timestamp"]], "event_time": "ts"}
+>>> specs = {n: InputSpec.from_dict(n, cols) for n in ("a", "b")}
+>>> sql = "SELECT a.id FROM a JOIN b ON a.id = b.id AND a.ts < b.ts + INTERVAL '10' MILLISECOND AND b.ts <= a.ts"
+>>> bound = compile_sql("m", sql, specs).root.time_bound
+>>> bound.lower, bound.upper, bound.upper_strict
+(datetime.timedelta(0), datetime.timedelta(microseconds=10000), True)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 from typing import Callable, Mapping
@@ -15,25 +28,74 @@ from sqlglot import exp
 
 from .plan import Join, Node, Scan, TimeBound
 from .spec import InputSpec
-from .types import parse_duration
+from .types import JoinType
 
-_FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
+_NEGATE = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
+_UNIT = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta(hours=1),
+         "minute": timedelta(minutes=1), "second": timedelta(seconds=1),
+         "millisecond": timedelta(milliseconds=1), "microsecond": timedelta(microseconds=1)}
+_SPAN_FIELDS = ("day", "hour", "minute", "second")
+_INTERVAL_JOINS = (JoinType.INNER, JoinType.LEFT, JoinType.RIGHT, JoinType.FULL)
+_TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
 
 
-def _offset(e: exp.Expression) -> tuple[str | None, timedelta]:
-    """Split `col ± INTERVAL` into (column name, offset); (None, 0) if it is not of that form."""
-    sign = 1
-    total = timedelta(0)
-    while isinstance(e, (exp.Add, exp.Sub)) and isinstance(e.expression, exp.Interval):
-        iv = e.expression
-        amount = parse_duration(f"{iv.this.name} {iv.unit.name if iv.unit else 'second'}".lower(), what="interval")
-        total += amount if isinstance(e, exp.Add) else -amount
-        e = e.this
+class _NotLinear(Exception):
+    """An expression that is not a sum of columns and fixed-length intervals."""
+
+
+def _unit_name(unit: exp.Expression) -> str:
+    name = unit.name.lower()
+    return name[:-1] if name.endswith("s") else name
+
+
+def interval_value(iv: exp.Interval) -> timedelta:
+    """The fixed duration of an INTERVAL literal; `_NotLinear` for YEAR/MONTH or an unreadable one.
+
+    >>> interval_value(sqlglot.parse_one("INTERVAL '-1:30' HOUR TO MINUTE", read="spark"))
+    datetime.timedelta(days=-1, seconds=81000)
+    """
+    text = iv.this.name.strip()
+    unit = iv.args.get("unit")
+    if unit is None:  # INTERVAL '4 hours'
+        parts = text.split()
+        if len(parts) != 2:
+            raise _NotLinear(f"INTERVAL '{text}'")
+        text, unit = parts[0], exp.var(parts[1])
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-")
+    try:
+        if isinstance(unit, exp.IntervalSpan):  # e.g. HOUR TO SECOND: '1:30:15.5'
+            first, last = _unit_name(unit.this), _unit_name(unit.expression)
+            fields = _SPAN_FIELDS[_SPAN_FIELDS.index(first):_SPAN_FIELDS.index(last) + 1]
+            values = [float(v) for v in re.split(r"[ :]", text)]
+            if len(values) != len(fields):
+                raise ValueError(text)
+            return sign * sum((_UNIT[f] * v for f, v in zip(fields, values)), timedelta(0))
+        return sign * _UNIT[_unit_name(unit)] * float(text)
+    except (KeyError, ValueError) as exc:
+        raise _NotLinear(f"INTERVAL {iv.sql('spark')} (not a fixed duration)") from exc
+
+
+def _linear(e: exp.Expression) -> tuple[dict[str, int], timedelta]:
+    """`e` as Σ coefficient·column + constant interval, or `_NotLinear`."""
     while isinstance(e, exp.Paren):
         e = e.this
     if isinstance(e, exp.Column):
-        return e.name, sign * total
-    return None, timedelta(0)
+        return {e.name: 1}, timedelta(0)
+    if isinstance(e, exp.Interval):
+        return {}, interval_value(e)
+    if isinstance(e, exp.Neg):
+        coefs, const = _linear(e.this)
+        return {c: -k for c, k in coefs.items()}, -const
+    if isinstance(e, (exp.Add, exp.Sub)):
+        a, ka = _linear(e.this)
+        b, kb = _linear(e.expression)
+        sign = 1 if isinstance(e, exp.Add) else -1
+        coefs = dict(a)
+        for c, k in b.items():
+            coefs[c] = coefs.get(c, 0) + sign * k
+        return {c: k for c, k in coefs.items() if k}, ka + sign * kb
+    raise _NotLinear(e.sql("spark"))
 
 
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
@@ -44,12 +106,46 @@ def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
     return [e]
 
 
+def time_bounds(c: exp.Expression, lt: str, rt: str) -> list[tuple[str, timedelta, bool]] | None:
+    """The bounds `(kind, value, strict)` on left_time - right_time that conjunct `c` states, or None.
+
+    >>> c = sqlglot.parse_one("a BETWEEN b - INTERVAL '4' HOUR AND b", read="spark")
+    >>> time_bounds(c, "a", "b")
+    [('lower', datetime.timedelta(days=-1, seconds=72000), False), ('upper', datetime.timedelta(0), False)]
+    """
+    if isinstance(c, exp.Between):
+        lo = time_bounds(exp.GTE(this=c.this, expression=c.args["low"]), lt, rt)
+        hi = time_bounds(exp.LTE(this=c.this, expression=c.args["high"]), lt, rt)
+        return lo + hi if lo and hi else None
+    op = type(c)
+    if op not in _NEGATE:
+        return None
+    try:
+        a, ka = _linear(c.this)
+        b, kb = _linear(c.expression)
+    except _NotLinear:
+        return None
+    coefs = dict(a)
+    for name, k in b.items():
+        coefs[name] = coefs.get(name, 0) - k
+    coefs = {n: k for n, k in coefs.items() if k}
+    const = ka - kb  # c reads: Σ coefs·column + const  op  0
+    if coefs == {lt: -1, rt: 1}:  # multiply by -1
+        coefs, const, op = {lt: 1, rt: -1}, -const, _NEGATE[op]
+    if coefs != {lt: 1, rt: -1}:
+        return None
+    kind = "lower" if op in (exp.GT, exp.GTE) else "upper"
+    return [(kind, -const, op in (exp.GT, exp.LT))]  # left_time - right_time  op  -const
+
+
 def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Callable) -> Node:
-    """Turn joins whose residual bounds two event times from both sides into interval joins."""
+    """Turn INNER/LEFT/RIGHT/FULL joins of two inputs whose condition bounds their event
+    times' difference on both sides into interval joins (`Join.time_bound`)."""
     if isinstance(root, Join):
         root = replace(root, left=extract_time_bound(root.left, prefixes, fail),
                        right=extract_time_bound(root.right, prefixes, fail))
-    if not (isinstance(root, Join) and root.residual and isinstance(root.left, Scan) and isinstance(root.right, Scan)):
+    if not (isinstance(root, Join) and root.residual and root.join_type in _INTERVAL_JOINS
+            and isinstance(root.left, Scan) and isinstance(root.right, Scan)):
         return root
     lt = _event_time(root.left, prefixes)
     rt = _event_time(root.right, prefixes)
@@ -60,7 +156,7 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
     lower_strict = upper_strict = False
     rest: list[exp.Expression] = []
     for c in _conjuncts(sqlglot.parse_one(root.residual, read="spark")):
-        bounds = _bounds(c, lt, rt)
+        bounds = time_bounds(c, lt, rt)
         if bounds is None:
             rest.append(c)
             continue
@@ -71,6 +167,12 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
                 upper, upper_strict = value, strict
     if lower is None or upper is None:
         return root
+    for scan in (root.left, root.right):
+        spec = prefixes[scan.alias]
+        kind = spec.column_type(spec.event_time).lower()
+        if kind not in _TIMESTAMP_TYPES:
+            raise fail(f"input '{spec.name}': event_time column '{spec.event_time}' is {kind}; the interval join "
+                       f"{root.id} needs a timestamp event time (declare the column as timestamp)")
     residual = " AND ".join(f"({c.sql('spark')})" for c in rest) or None
     bound = TimeBound(left_time=lt, right_time=rt, lower=lower, upper=upper,
                       lower_strict=lower_strict, upper_strict=upper_strict)
@@ -85,25 +187,3 @@ def _event_time(scan: Scan, prefixes: Mapping[str, InputSpec]) -> str | None:
         if name.lower() == spec.event_time.lower():
             return internal
     return None
-
-
-def _bounds(c: exp.Expression, lt: str, rt: str) -> list[tuple[str, timedelta, bool]] | None:
-    """Bounds on (left_time - right_time) that conjunct `c` states, or None."""
-    if isinstance(c, exp.Between):
-        lo = _bounds(exp.GTE(this=c.this, expression=c.args["low"]), lt, rt)
-        hi = _bounds(exp.LTE(this=c.this, expression=c.args["high"]), lt, rt)
-        return (lo or []) + (hi or []) if lo and hi else None
-    op = type(c)
-    if op not in _FLIP:
-        return None
-    a, da = _offset(c.this)
-    b, db = _offset(c.expression)
-    if {a, b} != {lt, rt}:
-        return None
-    if a == rt:  # rewrite to have the left time on the left
-        a, b, da, db, op = b, a, db, da, _FLIP[op]
-    # a + da  op  b + db   =>   a - b  op  db - da
-    value = db - da
-    strict = op in (exp.GT, exp.LT)
-    kind = "lower" if op in (exp.GT, exp.GTE) else "upper"
-    return [(kind, value, strict)]

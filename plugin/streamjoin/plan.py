@@ -94,18 +94,17 @@ class Join:
 
 @dataclass(frozen=True)
 class MultiJoin:
-    """An N-way join of inputs sharing one key, with no intermediate state.
+    """An N-way join of inputs sharing one (possibly composite) key, with no intermediate state.
 
-    `inputs[0]` is the first input; `join_types[i]` (INNER or LEFT) joins `inputs[i]` to
-    the rows built so far, `keys[i]` is input i's common-key expression list and
-    `conditions[i]` the rest of its ON condition.
+    `inputs[0]` is the first input; `join_types[i]` (INNER or LEFT) joins `inputs[i]` to the
+    rows built so far on `conditions[i]` (its whole ON condition; None for input 0), and
+    `keys[i]` is input i's expressions of the common key, one per key position.
     """
 
     id: str
     inputs: tuple[Scan, ...]
-    join_types: tuple[JoinType, ...]
+    join_types: tuple[JoinType | None, ...]
     keys: tuple[tuple[str, ...], ...]
-    null_safe: tuple[bool, ...]
     conditions: tuple[str | None, ...]
 
     @property
@@ -182,9 +181,10 @@ class JoinPlan:
                 walk(node.left, depth + 1)
                 walk(node.right, depth + 1)
             else:
-                lines.append(f"{pad}multi-way join {node.id} on one key")
+                key = " = ".join("(" + ", ".join(k) + ")" for k in node.keys)
+                lines.append(f"{pad}multi-way join {node.id} on common key {key}")
                 for scan, jt, cond in zip(node.inputs, node.join_types, node.conditions):
-                    lines.append(f"{pad}  {jt.value}{' ON ' + cond if cond else ''}:")
+                    lines.append(f"{pad}  {jt.value + ' ON ' + cond if jt else 'first'}:")
                     walk(scan, depth + 2)
 
         walk(self.root, 1)

@@ -63,7 +63,8 @@ def app_id(model: str) -> str:
 
 def plan_fingerprint(plan: JoinPlan) -> str:
     """A hash of what state depends on; a change means state must be rebuilt (--full-refresh)."""
-    return hashlib.sha256(plan.explain().encode()).hexdigest()[:16]
+    shape = f"{plan.explain()}\nbuckets={plan.config.state_buckets}"
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
 def _manifest_of(path: str) -> dict[str, Any] | None:
@@ -187,7 +188,8 @@ class Run:
         try:
             changes, counts = self.read_changes(manifest)
             versions = {k: v for k, v in manifest["versions"].items()}
-            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist)
+            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist,
+                                int(manifest["started"] * 1000))
             output = self.persist(executor.output())
             staged = list(executor.staged)
             staged.append(stage_changelog(output, self.plan, self.tables, run_id))

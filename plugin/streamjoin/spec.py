@@ -132,9 +132,12 @@ class ModelConfig:
         strategy = raw.get("join_strategy", "auto")
         if strategy not in ("auto", "binary", "multi"):
             problems.append(f"join_strategy '{strategy}' is not one of auto, binary, multi")
-        policy = raw.get("on_missing_retraction", "fail")
+        policy = raw.get("on_missing_retraction", "ignore" if raw.get("state_ttl") else "fail")
         if policy not in ("fail", "ignore"):
             problems.append(f"on_missing_retraction '{policy}' is not one of fail, ignore")
+        elif raw.get("state_ttl") and policy == "fail":
+            problems.append("state_ttl drops idle rows, so later retractions of them cannot be matched: "
+                            "use on_missing_retraction='ignore' with state_ttl (the default when state_ttl is set)")
         ttl = lateness = None
         try:
             ttl = parse_duration(raw["state_ttl"], what="state_ttl") if raw.get("state_ttl") else None

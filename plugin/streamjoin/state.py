@@ -18,8 +18,10 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 from . import delta_log
 from .zset import WEIGHT, col
 
+COMPACT_AT = 8  # files in one bucket that trigger its compaction
 DEGREE = "_degree"
 BUCKET = "_bucket"
+UPDATED = "_updated"  # run time (epoch ms) a row's state was last written, for state_ttl
 
 
 class StateLayout(str, enum.Enum):
@@ -45,12 +47,15 @@ class StateTable:
     key_columns: Sequence[str]
     tracks_degree: bool
     version: int | None  # the version this run reads (pinned at the run's start)
+    bucket_exprs: Sequence[str] = ()  # Spark SQL computing the bucket's hash inputs from a stored row
+    buckets: int = 16
 
     @property
     def stored_schema(self) -> StructType:
         fields = list(self.schema.fields) + [StructField(WEIGHT, LongType())]
         if self.tracks_degree:
             fields.append(StructField(DEGREE, LongType()))
+        fields.append(StructField(UPDATED, LongType()))
         return StructType(fields)
 
     def read(self, spark: SparkSession, touched: DataFrame | None, buckets: list[int] | None, with_keys) -> DataFrame:
@@ -70,11 +75,38 @@ class StateTable:
             rows = rows.join(F.broadcast(keys), cond, "left_semi")
         return rows
 
-    def stage(self, changes: DataFrame, *, tag: str) -> list:
-        """Write appended rows (schema columns, weight, degree, bucket) as files; commit nothing."""
-        names = [f.name for f in self.schema.fields] + [WEIGHT] + ([DEGREE] if self.tracks_degree else []) + [BUCKET]
-        return delta_log.write_files(changes.select(*[col(c) for c in names]), self.path,
-                                     partition_by=[BUCKET], tag=tag)
+    def stage(self, spark: SparkSession, changes: DataFrame, *, tag: str, expire_before: int | None = None) -> list:
+        """Write appended rows (schema columns, weight, degree, updated, bucket); commit nothing.
+
+        A bucket holding `COMPACT_AT` files or more is compacted in the same commit: its old
+        files and this run's changes are consolidated into new files (dropping rows that
+        summed to nothing, and rows idle since before `expire_before`), and the old files removed.
+        """
+        names = [f.name for f in self.stored_schema.fields] + [BUCKET]
+        changes = changes.select(*[col(c) for c in names])
+        files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
+        per_bucket: dict[int, int] = {}
+        for f in files:
+            per_bucket[int(f.partition[BUCKET])] = per_bucket.get(int(f.partition[BUCKET]), 0) + 1
+        crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
+        if not crowded:
+            return delta_log.write_files(changes.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+        old_files = [f for f in files if int(f.partition[BUCKET]) in crowded]
+        old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
+            BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
+        in_crowded = col(BUCKET).isin(crowded)
+        data = [f.name for f in self.schema.fields]
+        sums = [F.sum(col(WEIGHT)).cast("long").alias(WEIGHT)]
+        if self.tracks_degree:
+            sums.append(F.sum(col(DEGREE)).cast("long").alias(DEGREE))
+        compacted = (old.select(*[col(c) for c in names]).unionByName(changes.where(in_crowded))
+                     .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
+                     .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
+        if expire_before is not None:
+            compacted = compacted.where(col(UPDATED) >= F.lit(expire_before))
+        rows = changes.where(~in_crowded).unionByName(compacted.select(*[col(c) for c in names]))
+        return (delta_log.write_files(rows.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+                + delta_log.remove_actions(old_files, self.path))
 
     @property
     def commit_schema(self) -> StructType:

@@ -16,6 +16,7 @@ dropped, on a preserved side they pass the gate with degree 0 and are never stor
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Sequence
@@ -25,9 +26,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from .. import delta_log
 from ..errors import InputError
 from ..spec import MissingRetractionPolicy
-from ..state import BUCKET, DEGREE, StateLayout, StateTable
+from ..state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
 
@@ -36,6 +38,8 @@ def _user_struct(columns: Sequence[str]) -> SparkColumn:
     return F.struct(*[col(c).alias(c.split("__", 1)[-1]) for c in columns])
 
 
+COUNTERS_KEY = "streamjoin.counters"
+W_STORED, DEG_STORED = "_w_stored", "_deg_stored"
 W_OLD, W_DELTA, DEG_OLD, IN_STATE, DEG_INC, DEG_FULL = "_w_old", "_w_delta", "_deg_old", "_in_state", "_deg_inc", "_deg_full"
 
 
@@ -75,6 +79,11 @@ class JoinSide:
         wanted = {u.lower() for u in self.unique_key}
         return [c for c in self.columns if c.split("__", 1)[-1].lower() in wanted]
 
+    @property
+    def bucket_key_exprs(self) -> tuple[str, ...]:
+        """Spark SQL for the typed key columns, as hashed into buckets."""
+        return tuple(f"CAST(({e}) AS {t})" for e, t in zip(self.key_exprs, self.key_types))
+
     def bucket(self, buckets: int) -> SparkColumn:
         return F.pmod(F.xxhash64(*[col(k) for k in self.key_columns]), F.lit(buckets)).cast("int")
 
@@ -85,14 +94,20 @@ class JoinResult:
 
     output: DataFrame
     appends: dict[Side, DataFrame]
+    metadata: dict[Side, dict[str, str]]  # commit info per side's state table
 
 
 class RegularJoin:
     """Incremental evaluation of one binary join node per run."""
 
     def __init__(self, *, join_type: JoinType, left: JoinSide, right: JoinSide, residual: str | None,
-                 buckets: int, policy: MissingRetractionPolicy, model: str) -> None:
+                 buckets: int, policy: MissingRetractionPolicy, model: str, now_ms: int,
+                 ttl_ms: int | None = None, null_aware: bool = False) -> None:
         self.join_type = join_type
+        self.now_ms = now_ms
+        self.ttl_ms = ttl_ms
+        self.null_aware = null_aware
+        self.counters: dict[str, dict[str, int]] = {}
         self.sides = {Side.LEFT: left, Side.RIGHT: right}
         self.residual = residual
         self.buckets = buckets
@@ -123,9 +138,20 @@ class RegularJoin:
         keyed = {s: self.sides[s].with_keys(deltas[s]) for s in Side}
         null_keyed = {s: keyed[s].where(self.sides[s].null_key()) for s in Side}
         keyed = {s: keyed[s].where(~self.sides[s].null_key()) for s in Side}
+        if self.null_aware:  # NOT IN: the left side's NULL-keyed rows live in state like any other
+            keyed[Side.LEFT] = self.sides[Side.LEFT].with_keys(deltas[Side.LEFT])
+            null_keyed[Side.LEFT] = keyed[Side.LEFT].limit(0)
         touched = persist(self.touched_keys(keyed))
         buckets = [r[0] for r in touched.select(BUCKET).distinct().collect()]
-        merged = {s: persist(self.merge(spark, s, keyed[s], states[s], touched, buckets)) for s in Side}
+        metadata: dict[Side, dict[str, str]] = {}
+        if self.null_aware:
+            self.counters = self.null_aware_counters(states[Side.RIGHT], deltas[Side.RIGHT], keyed[Side.RIGHT])
+            metadata[Side.RIGHT] = {COUNTERS_KEY: json.dumps(self.counters["new"])}
+        merged = {}
+        for s in Side:
+            everything = s is Side.LEFT and self.null_aware and self.counters["old"] != self.counters["new"]
+            merged[s] = persist(self.merge(spark, s, keyed[s], states[s], None if everything else touched,
+                                           None if everything else buckets))
         self.check(merged)
         delta_eff = {s: persist(self.effective_delta(s, merged[s])) for s in Side}
         new = {s: self.new_rows(s, merged[s]) for s in Side}
@@ -144,17 +170,46 @@ class RegularJoin:
                 rows = persist(self.degrees(s, merged[s], delta_eff[s.other], new[s.other]))
                 parts.append(self.gated_output(s, rows))
                 parts.append(self.gated_null_keys(s, null_keyed[s]))
-                appends[s] = rows.select(
-                    *[col(c) for c in side.columns], col(W_DELTA).alias(WEIGHT),
-                    (F.when(col(W_OLD) + col(W_DELTA) != 0, col("_deg_new")).otherwise(0)
-                     - F.when(col(W_OLD) != 0, col(DEG_OLD)).otherwise(0)).alias(DEGREE),
-                    side.bucket(self.buckets).alias(BUCKET),
-                ).where((col(WEIGHT) != 0) | (col(DEGREE) != 0))
+                appends[s] = self.state_changes(s, rows, F.when(col(W_OLD) + col(W_DELTA) != 0, col("_deg_new")).otherwise(0))
             else:
-                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
-                                                 side.bucket(self.buckets).alias(BUCKET))
-        output = consolidate(reduce(DataFrame.unionByName, parts), out_cols) if parts else None
-        return JoinResult(output=output, appends=appends)
+                appends[s] = self.state_changes(s, merged[s], None)
+        output = consolidate(reduce(DataFrame.unionByName, parts), out_cols)
+        return JoinResult(output=output, appends=appends, metadata=metadata)
+
+    def state_changes(self, s: Side, rows: DataFrame, degree: SparkColumn | None) -> DataFrame:
+        """Fragments to append to a side's state so that it sums to the new weights (and degrees).
+
+        Rows that expired by retention are cancelled out here as well."""
+        side = self.sides[s]
+        weight = (col(W_OLD) + col(W_DELTA) - col(W_STORED)).alias(WEIGHT)
+        cols = [*[col(c) for c in side.columns], weight]
+        changed = col(WEIGHT) != 0
+        if degree is not None:
+            cols.append((degree - col(DEG_STORED)).alias(DEGREE))
+            changed = changed | (col(DEGREE) != 0)
+        cols += [F.lit(self.now_ms).cast("long").alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
+        return rows.select(*cols).where(changed)
+
+    def null_aware_counters(self, state: StateTable, delta: DataFrame, keyed_delta: DataFrame) -> dict[str, dict[str, int]]:
+        """NOT IN depends on two global facts about the subquery side: is it empty, has it a NULL.
+
+        Their counts before the run come from the state table's last commit; the run adds its
+        changes' counts (NULL-keyed rows are counted but never stored)."""
+        raw = delta_log.commit_info(state.path, state.version).get(COUNTERS_KEY) if state.version is not None else None
+        old = json.loads(raw) if raw else {"rows": 0, "null_keys": 0}
+        side = self.sides[Side.RIGHT]
+        row = side.with_keys(delta).agg(
+            F.coalesce(F.sum(WEIGHT), F.lit(0)).alias("rows"),
+            F.coalesce(F.sum(F.when(side.null_key(), col(WEIGHT))), F.lit(0)).alias("null_keys")).collect()[0]
+        new = {"rows": old["rows"] + int(row["rows"]), "null_keys": old["null_keys"] + int(row["null_keys"])}
+        return {"old": old, "new": new}
+
+    def null_aware_gate(self, degree: SparkColumn, counters: dict[str, int]) -> SparkColumn:
+        """1 when a row passes `key NOT IN (subquery)`: the subquery is empty, or it holds no NULL,
+        the key is not NULL and nothing matches it."""
+        key_null = self.sides[Side.LEFT].null_key()
+        passes = (F.lit(counters["null_keys"]) == 0) & (degree == 0) & (~key_null | (F.lit(counters["rows"]) == 0))
+        return F.when(passes, F.lit(1)).otherwise(F.lit(0)).cast("long")
 
     def output_columns(self) -> list[str]:
         cols = self.sides[Side.LEFT].columns
@@ -171,23 +226,29 @@ class RegularJoin:
         bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
         return keys.withColumn(BUCKET, bucket)
 
-    def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable, touched: DataFrame,
-              buckets: list[int]) -> DataFrame:
+    def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable, touched: DataFrame | None,
+              buckets: list[int] | None) -> DataFrame:
         """One row per distinct touched row of a side: old weight, change, old degree, in state."""
         side = self.sides[s]
-        renamed = touched.select(*[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
+        renamed = None if touched is None else touched.select(
+            *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
         stored = state.read(spark, renamed, buckets, side.with_keys)
         names = side.columns + side.key_columns
         deg = col(DEGREE) if side.tracks_degree else F.lit(0).cast("long")
-        a = stored.select(*[col(c) for c in names], col(WEIGHT).alias(W_OLD), F.lit(0).cast("long").alias(W_DELTA),
-                          deg.alias(DEG_OLD))
-        b = delta.select(*[col(c) for c in names], F.lit(0).cast("long").alias(W_OLD), col(WEIGHT).alias(W_DELTA),
-                         F.lit(0).cast("long").alias(DEG_OLD))
+        zero = F.lit(0).cast("long")
+        a = stored.select(*[col(c) for c in names], col(WEIGHT).alias(W_STORED), zero.alias(W_DELTA),
+                          deg.alias(DEG_STORED), col(UPDATED))
+        b = delta.select(*[col(c) for c in names], zero.alias(W_STORED), col(WEIGHT).alias(W_DELTA),
+                         zero.alias(DEG_STORED), F.lit(None).cast("long").alias(UPDATED))
         merged = (a.unionByName(b).groupBy(*[col(c) for c in names]).agg(
-            F.sum(W_OLD).cast("long").alias(W_OLD), F.sum(W_DELTA).cast("long").alias(W_DELTA),
-            F.sum(DEG_OLD).cast("long").alias(DEG_OLD))
-            .where((col(W_OLD) != 0) | (col(W_DELTA) != 0))
-            .withColumn(IN_STATE, (col(W_OLD) != 0).cast("int")))
+            F.sum(W_STORED).cast("long").alias(W_STORED), F.sum(W_DELTA).cast("long").alias(W_DELTA),
+            F.sum(DEG_STORED).cast("long").alias(DEG_STORED), F.max(UPDATED).alias(UPDATED))
+            .where((col(W_STORED) != 0) | (col(W_DELTA) != 0)))
+        # state retention: a row not updated within state_ttl has left state (silently, as in Flink)
+        expired = (col(UPDATED) < F.lit(self.now_ms - self.ttl_ms)) if self.ttl_ms is not None else F.lit(False)
+        merged = (merged.withColumn(W_OLD, F.when(expired, 0).otherwise(col(W_STORED)).cast("long"))
+                  .withColumn(DEG_OLD, F.when(expired, 0).otherwise(col(DEG_STORED)).cast("long"))
+                  .withColumn(IN_STATE, (col(W_OLD) != 0).cast("int")))
         if self.policy == "ignore":
             merged = merged.withColumn(W_DELTA, F.greatest(col(W_DELTA), -col(W_OLD)))
         return merged
@@ -250,7 +311,7 @@ class RegularJoin:
         names = side.columns + side.key_columns
         zero = F.lit(0).cast("long")
         base = merged.select(*[col(c) for c in names], col(W_OLD), col(W_DELTA), col(DEG_OLD), col(IN_STATE),
-                             zero.alias(DEG_INC), zero.alias(DEG_FULL))
+                             col(W_STORED), col(DEG_STORED), zero.alias(DEG_INC), zero.alias(DEG_FULL))
         stored = merged.where(col(IN_STATE) == 1).select(*[col(c) for c in names])
         fresh = merged.where(col(IN_STATE) == 0).select(*[col(c) for c in names])
         parts = [base]
@@ -258,11 +319,11 @@ class RegularJoin:
             o = other.withColumnRenamed(WEIGHT, "_wo")
             pair = self.joined(rows, o) if s is Side.LEFT else self.joined(o, rows)
             parts.append(pair.select(*[col(c) for c in names], zero.alias(W_OLD), zero.alias(W_DELTA), zero.alias(DEG_OLD),
-                                     F.lit(0).alias(IN_STATE),
+                                     F.lit(0).alias(IN_STATE), zero.alias(W_STORED), zero.alias(DEG_STORED),
                                      (col("_wo") if target == DEG_INC else zero).alias(DEG_INC),
                                      (col("_wo") if target == DEG_FULL else zero).alias(DEG_FULL)))
         grouped = reduce(DataFrame.unionByName, parts).groupBy(*[col(c) for c in names]).agg(
-            *[F.sum(c).cast("long").alias(c) for c in (W_OLD, W_DELTA, DEG_OLD, DEG_INC, DEG_FULL)],
+            *[F.sum(c).cast("long").alias(c) for c in (W_OLD, W_DELTA, DEG_OLD, DEG_INC, DEG_FULL, W_STORED, DEG_STORED)],
             F.max(IN_STATE).alias(IN_STATE))
         deg_new = F.when(col(IN_STATE) == 1, col(DEG_OLD) + col(DEG_INC)).otherwise(col(DEG_FULL))
         return grouped.withColumn("_deg_new", deg_new)
@@ -279,7 +340,11 @@ class RegularJoin:
 
     def gated_output(self, s: Side, rows: DataFrame) -> DataFrame:
         w_new = col(W_OLD) + col(W_DELTA)
-        weight = w_new * self.gate(col("_deg_new")) - col(W_OLD) * self.gate(col(DEG_OLD))
+        if self.null_aware:
+            weight = (w_new * self.null_aware_gate(col("_deg_new"), self.counters["new"])
+                      - col(W_OLD) * self.null_aware_gate(col(DEG_OLD), self.counters["old"]))
+        else:
+            weight = w_new * self.gate(col("_deg_new")) - col(W_OLD) * self.gate(col(DEG_OLD))
         return rows.select(*self.padded(s, weight)).where(col(WEIGHT) != 0)
 
     def gated_null_keys(self, s: Side, rows: DataFrame) -> DataFrame:

@@ -1,0 +1,340 @@
+"""The entry point generated model code calls: plain dicts in, one incremental run, a RunReport out.
+
+    report = run_model(spark, name="orders_prices", sql=SQL, inputs=INPUTS, config=CONFIG,
+                       root="/p/.streamjoin/state/models", relation="default.orders_prices")
+
+`inputs` maps an input name to its declaration — the keys of `InputSpec.from_dict` plus
+`relation` (how the model's SQL names it) and optionally `kind` (`source`, `streaming_join`,
+`model`: used in messages). Columns may be left out, or given without types: they are then
+read from the input's Delta table. Nothing here imports dbt.
+
+After a run, `relation` is published in Spark's catalog as views over exactly the files of
+the last *complete* run (never a half-applied one):
+
+- `<relation>`: the result rows (the internal `_bucket` column hidden);
+- `<relation>__changelog`: every changelog row with `_row_kind` and `_run_id`;
+- `<relation>__batch`: the model's own SQL over its inputs' snapshots as that run read them
+  (each changelog consolidated), i.e. what a batch engine says the result should be.
+
+Each view reads a folder of hard links to one table version's data files (Spark has no Delta
+reader here), so it stays valid while later runs rewrite or add files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import sqlglot
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_type
+from sqlglot import exp
+
+from . import delta_log
+from .compiler import compile_sql
+from .errors import ConfigError, InputError
+from .plan import JoinPlan
+from .run import RunReport, app_id, run_once
+from .session import apply_runtime_defaults
+from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
+from .tables import ModelTables
+
+#: Changelog formats users ask for that streamjoin does not read yet.
+PLANNED_FORMATS = ("cdf", "debezium", "upsert")
+#: Columns of a streaming_join model's changelog that are bookkeeping, not data.
+CHANGELOG_META_COLUMNS = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
+#: Declaration keys that describe where an input comes from rather than what it holds.
+_ORIGIN_KEYS = ("relation", "kind")
+#: Published snapshot folders kept per table (the newest, and one for readers still on it).
+_KEEP_SNAPSHOTS = 2
+
+
+def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, Mapping[str, Any]],
+              config: Mapping[str, Any] | None, root: str, relation: str | None = None,
+              full_refresh: bool = False, ignore: Sequence[str] = ()) -> RunReport:
+    """Compile `sql` and perform one incremental run of model `name` with its tables under `root`.
+
+    Args:
+        spark: The session to run on.
+        name: The model's name; its tables live in `ModelTables(root, name)`.
+        sql: The model's SELECT, naming inputs by their `relation`.
+        inputs: Input name -> declaration (see the module docstring).
+        config: The model's streamjoin configuration (`ModelConfig` keys).
+        root: Folder of all models' tables.
+        relation: Catalog name to publish the result under; None publishes nothing.
+        full_refresh: Drop the model's state, offsets and outputs first and replay every
+            input from its beginning.
+        ignore: Config keys that belong to the caller (e.g. dbt's own) and are skipped.
+
+    Raises:
+        CompileError: the SQL, a declaration or the config is invalid (nothing was written).
+        InputError: an input's changes are invalid (nothing was committed).
+    """
+    plan = compile_model(name=name, sql=sql, inputs=inputs, config=config, ignore=ignore)
+    tables = ModelTables(root, name)
+    if full_refresh:
+        shutil.rmtree(tables.home, ignore_errors=True)
+        if relation:
+            _drop_views(spark, relation)
+    else:
+        _check_inputs_not_rebuilt(plan, tables)
+    apply_runtime_defaults(spark)
+    report = run_once(spark, plan, tables)
+    if relation:
+        publish(spark, plan=plan, tables=tables, relation=relation, sql=sql, relations=_relations(inputs))
+    return report
+
+
+def compile_model(*, name: str, sql: str, inputs: Mapping[str, Mapping[str, Any]],
+                  config: Mapping[str, Any] | None, ignore: Sequence[str] = ()) -> JoinPlan:
+    """The model's join plan, after validating every declaration (all problems reported at once)."""
+    problems: list[str] = []
+    specs = {}
+    for input_name, raw in inputs.items():
+        try:
+            specs[input_name] = input_spec(name, input_name, raw)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    try:
+        model_config = ModelConfig.from_dict(config, model=name, ignore=tuple(ignore))
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems, model=name)
+    return compile_sql(name, rename_relations(name, sql, _relations(inputs)), specs, model_config)
+
+
+def input_spec(model: str, name: str, raw: Mapping[str, Any]) -> InputSpec:
+    """One input's spec from its declaration, columns and types filled in from its Delta table."""
+    decl = {k: v for k, v in raw.items() if k not in _ORIGIN_KEYS}
+    where = f"input '{name}'"
+    problems: list[str] = []
+    fmt = decl.get("changelog_format", "changelog")
+    if fmt in PLANNED_FORMATS:
+        problems.append(f"{where}: changelog_format '{fmt}' is not supported yet; declare 'changelog' "
+                        f"(rows carry a row kind column) or 'append' (insert-only events)")
+    if fmt == "append" and decl.get("op_column"):
+        problems.append(f"{where}: op_column '{decl['op_column']}' contradicts changelog_format 'append' "
+                        "(insert-only rows carry no row kind); remove one of them")
+    location = decl.get("location")
+    if not location:
+        problems.append(f"{where}: declare its location (the path of its Delta changelog table)")
+    op_column = decl.get("op_column") or ROW_KIND_COLUMN
+    table_schema = _delta_schema(location) if location else None
+    declared = [c if isinstance(c, Mapping) else {"name": c[0], "type": c[1]} for c in decl.get("columns") or []]
+    bookkeeping = {op_column.lower()} if fmt == "changelog" else set()
+    if raw.get("kind") == "streaming_join":
+        bookkeeping |= set(CHANGELOG_META_COLUMNS)
+    if table_schema is None and (not declared or any(not _declared_type(c) for c in declared)):
+        problems.append(f"{where}: no Delta table at {location!r} to read column types from; load the "
+                        "input first or declare every column with a data_type")
+    elif table_schema is not None:
+        if not declared:
+            declared = [{"name": f.name} for f in table_schema if f.name.lower() not in bookkeeping]
+        declared = [{"name": c["name"], "type": _declared_type(c) or _spark_type(table_schema, c["name"], where, problems)}
+                    for c in declared]
+        if fmt == "changelog" and op_column.lower() not in {n.lower() for n in table_schema.names}:
+            problems.append(f"{where}: changelog_format 'changelog' needs the row kind column '{op_column}', which "
+                            f"the Delta table at {location} lacks; set op_column, or changelog_format 'append' "
+                            "for insert-only events")
+    if problems:
+        raise ConfigError(problems, model=model)
+    decl["columns"] = declared
+    decl["op_column"] = op_column
+    return InputSpec.from_dict(name, decl, model=model)
+
+
+def _declared_type(column: Mapping[str, Any]) -> str | None:
+    return column.get("type") or column.get("data_type") or None
+
+
+def _delta_schema(location: str) -> pa.Schema | None:
+    if not delta_log.exists(location):
+        return None
+    return pa.schema(DeltaTable(location).schema().to_arrow())
+
+
+def _spark_type(schema: pa.Schema, column: str, where: str, problems: list[str]) -> str:
+    for f in schema:
+        if f.name.lower() == column.lower():
+            return from_arrow_type(f.type).simpleString()
+    problems.append(f"{where}: column '{column}' is declared but its Delta table has no such column "
+                    f"(it has {', '.join(schema.names)})")
+    return "string"
+
+
+def _relations(inputs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    return {name: str(raw.get("relation") or name) for name, raw in inputs.items()}
+
+
+def _table_key(table: exp.Table) -> tuple[str, ...]:
+    return tuple(p.name.lower() for p in table.parts)
+
+
+def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
+    """Rewrite the relations the SQL reads (e.g. `shop.orders`) to their input names.
+
+    >>> rename_relations("m", "SELECT o.id FROM shop.orders o JOIN `shop`.`prices` p ON o.id = p.id",
+    ...                  {"orders": "shop.orders", "prices": "shop.prices"})
+    'SELECT o.id FROM orders AS o JOIN prices AS p ON o.id = p.id'
+    """
+    by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError as exc:
+        raise ConfigError(f"cannot parse the SQL: {exc}", model=model) from exc
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and _table_key(node) in by_key:
+            alias = node.args.get("alias")
+            return exp.Table(this=exp.to_identifier(by_key[_table_key(node)]), alias=alias)
+        return node
+
+    return tree.transform(swap).sql(dialect="spark")
+
+
+def _check_inputs_not_rebuilt(plan: JoinPlan, tables: ModelTables) -> None:
+    """An input whose changelog is older than the offsets this model consumed was rebuilt."""
+    manifest = _last_manifest(tables)
+    if manifest is None:
+        return
+    for name, spec in plan.inputs.items():
+        consumed = manifest.get("offsets", {}).get(name, {}).get("end")
+        current = delta_log.version(spec.location) if spec.location else None
+        if consumed is not None and current is not None and current < consumed:
+            raise InputError(f"its changelog at {spec.location} is at version {current}, older than version "
+                             f"{consumed} this model already consumed, so it was rebuilt; run this model with "
+                             "--full-refresh", model=plan.model, input_name=name)
+
+
+# -- publishing ---------------------------------------------------------------------------------
+
+
+def last_complete_run(tables: ModelTables) -> int | None:
+    """The id of the model's last run whose run log committed (the run is then complete)."""
+    return delta_log.app_version(tables.runs, app_id(tables.model))
+
+
+def _last_manifest(tables: ModelTables) -> dict[str, Any] | None:
+    v = delta_log.version(tables.runs)
+    if v is None:
+        return None
+    raw = delta_log.commit_info(tables.runs, v).get(delta_log.MANIFEST_KEY)
+    return json.loads(raw) if raw else None
+
+
+def version_of_run(path: str, run_id: int) -> int | None:
+    """The table's latest version committed by run `run_id` or before it (None: no such version)."""
+    if not delta_log.exists(path):
+        return None
+    for entry in DeltaTable(path).history():
+        run = entry.get("streamjoin.run")
+        if run is not None and int(run) <= run_id:
+            return int(entry["version"])
+    return None
+
+
+def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relation: str, sql: str,
+            relations: Mapping[str, str]) -> None:
+    """Point the model's views at the tables as its last complete run left them."""
+    run_id = last_complete_run(tables)
+    manifest = _last_manifest(tables)
+    if run_id is None or manifest is None:
+        return
+    result_version = version_of_run(tables.result, run_id)
+    changelog_version = version_of_run(tables.changelog, run_id)
+    if result_version is None or changelog_version is None:
+        return
+    hidden = ("_bucket",)
+    _replace_view(spark, relation, _files_select(tables, "result", tables.result, result_version, hidden))
+    _replace_view(spark, f"{relation}__changelog",
+                  _files_select(tables, "changelog", tables.changelog, changelog_version, ()))
+    snapshots = {name: f"({snapshot_sql(tables, spec, manifest['offsets'][name]['end'])})"
+                 for name, spec in plan.inputs.items()}
+    _replace_view(spark, f"{relation}__batch", replace_relations(sql, relations, snapshots))
+
+
+def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> str:
+    """SQL for an input's rows at a version of its changelog: the whole changelog consolidated."""
+    files = _files_select(tables, f"inputs/{spec.name}", spec.location, table_version, (), spec.column_names
+                          + ([spec.op_column] if spec.changelog_format == "changelog" else []))
+    cols = ", ".join(_q(c) for c in spec.column_names)
+    if spec.changelog_format == "append":
+        return files
+    weight = f"SUM(CASE WHEN {_q(spec.op_column)} IN ('+I', '+U') THEN 1 ELSE -1 END)"
+    return (f"SELECT {cols} FROM (SELECT {cols}, {weight} AS `__weight` FROM ({files}) GROUP BY {cols}) "
+            "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
+
+
+def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
+    """The SQL with each input relation replaced by a subquery, keeping its alias (or name)."""
+    by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
+    tree = sqlglot.parse_one(sql, read="spark")
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and _table_key(node) in by_key:
+            alias = node.alias or node.name
+            sub = sqlglot.parse_one(replacements[by_key[_table_key(node)]], read="spark")
+            return exp.Subquery(this=sub.unnest() if isinstance(sub, exp.Paren) else sub,
+                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return node
+
+    return tree.transform(swap).sql(dialect="spark")
+
+
+def _files_select(tables: ModelTables, label: str, path: str, table_version: int, hidden: Sequence[str],
+                  columns: Sequence[str] | None = None) -> str:
+    """A SELECT over one version's data files, via a folder of hard links to them."""
+    schema = pa.schema(DeltaTable(path, version=table_version).schema().to_arrow())
+    names = [f.name for f in schema if f.name not in hidden and (columns is None or f.name in columns)]
+    files = delta_log.data_files(path, table_version, partition_column="_bucket")
+    if not files:
+        typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {_q(n)}"
+                          for n in names)
+        return f"SELECT {typed} WHERE false"
+    folder = _link_snapshot(os.path.join(tables.home, "published", label), table_version, [f.uri for f in files])
+    return f"SELECT {', '.join(_q(n) for n in names)} FROM parquet.`{folder}`"
+
+
+def _link_snapshot(base: str, table_version: int, uris: Sequence[str]) -> str:
+    """A folder of hard links to `uris` for one version (made once, atomically); older ones pruned."""
+    folder = os.path.join(base, f"v{table_version:08d}")
+    if not os.path.isdir(folder):
+        staging = f"{folder}.tmp-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        os.makedirs(staging)
+        for i, uri in enumerate(uris):
+            target = os.path.join(staging, f"f{i:06d}-{os.path.basename(uri)}")
+            try:
+                os.link(uri, target)
+            except OSError:
+                shutil.copyfile(uri, target)
+        os.replace(staging, folder)
+    for old in sorted(n for n in os.listdir(base) if n.startswith("v") and ".tmp-" not in n)[:-_KEEP_SNAPSHOTS]:
+        shutil.rmtree(os.path.join(base, old), ignore_errors=True)
+    return folder
+
+
+def _replace_view(spark: SparkSession, name: str, select: str) -> None:
+    if _table_type(spark, name) not in (None, "VIEW"):
+        spark.sql(f"DROP TABLE {name}")
+    spark.sql(f"CREATE OR REPLACE VIEW {name} AS {select}")
+
+
+def _drop_views(spark: SparkSession, relation: str) -> None:
+    for name in (relation, f"{relation}__changelog", f"{relation}__batch"):
+        if _table_type(spark, name) == "VIEW":
+            spark.sql(f"DROP VIEW {name}")
+
+
+def _table_type(spark: SparkSession, name: str) -> str | None:
+    if not spark.catalog.tableExists(name):
+        return None
+    return spark.catalog.getTable(name).tableType
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

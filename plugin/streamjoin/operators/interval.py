@@ -1,0 +1,404 @@
+"""The interval (time-windowed) join, with Flink's RowTimeIntervalJoin semantics, in bulk.
+
+Both inputs are append-only and carry an event time; a left row l and a right row r join
+when their keys (and residual) match and `lower <= l.time - r.time <= upper`. Per run:
+
+1. Every change is joined first: Δ(L ⋈ R) = ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR, where the
+   states hold only rows that could still be matched when the run began.
+2. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen
+   - its watermark_delay)); it stays unset until both inputs have seen a row.
+3. Rows no future row can match leave state. Future rows have event time >= W' = W -
+   allowed_lateness, so a left row stays alive while l.time >= W' + lower and a right row
+   while r.time >= W' - upper (one microsecond later for a strict bound): each side's
+   *alive_from* time, which never decreases. A row of a preserved (outer) side that leaves
+   state — or arrives already behind it, or has a NULL key or event time — without ever
+   having matched is emitted null-padded in this run.
+
+State is a Delta table per side, partitioned by a time slice of the event time: rows are
+appended with their arrival run (`_run`; rows are told apart by value and run), their count
+(`_weight`) and, on outer sides, fragments of their match count (`_degree`, which only
+grows). A run reads only the slices its new rows can match and the slices that expire;
+whole slices behind alive_from are dropped with remove actions. A slice still partly alive
+keeps its dead rows until it drops, so a side stores at most one slice of dead rows.
+The watermark, each side's largest event time and alive_from, and the slice width travel
+in the commit metadata of the state tables.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from functools import reduce
+from typing import Any, Sequence
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from .. import delta_log
+from ..errors import InputError
+from ..executor import Executor, StagedWrite
+from ..plan import Join, Scan, TimeBound
+from ..types import RowKind, Side
+from ..zset import WEIGHT, col, consolidate
+from .regular import JoinSide, _user_struct
+
+META_KEY = "streamjoin.interval"
+RUN, DEGREE, SLICE = "_run", "_degree", "_slice"
+MIN_SLICE = timedelta(minutes=1)
+US = timedelta(microseconds=1)
+
+
+def _us(d: timedelta) -> int:
+    return d // US
+
+
+def micros(c: SparkColumn) -> SparkColumn:
+    """An event time as microseconds since the epoch (UTC)."""
+    return F.unix_micros(c.cast("timestamp"))
+
+
+def as_text(us: int | None) -> str | None:
+    """Microseconds since the epoch as UTC timestamp text, for the run log."""
+    if us is None:
+        return None
+    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The timing an interval join carries from run to run (all times in microseconds)."""
+
+    slice_us: int
+    watermark: int | None = None
+    max_time: dict[str, int | None] = field(default_factory=lambda: {s.value: None for s in Side})
+    alive_from: dict[str, int | None] = field(default_factory=lambda: {s.value: None for s in Side})
+
+    def metadata(self) -> dict[str, str]:
+        body = {"slice_us": self.slice_us, "watermark": self.watermark, "watermark_utc": as_text(self.watermark),
+                "max_time": self.max_time, "alive_from": self.alive_from}
+        return {META_KEY: json.dumps(body)}
+
+    @classmethod
+    def load(cls, path: str, version: int | None, default_slice: int) -> "Clock":
+        """The clock committed with a state table's version; a fresh one before the first run."""
+        raw = delta_log.commit_info(path, version).get(META_KEY) if version is not None else None
+        if not raw:
+            return cls(slice_us=default_slice)
+        body = json.loads(raw)
+        return cls(slice_us=int(body["slice_us"]), watermark=body["watermark"], max_time=body["max_time"],
+                   alive_from=body["alive_from"])
+
+    def advance(self, run_max: dict[str, int | None], delays: dict[str, int], bound: TimeBound,
+                lateness_us: int) -> "Clock":
+        """The clock after a run whose inputs' largest event times were `run_max`."""
+        max_time = {s: max((t for t in (self.max_time[s], run_max[s]) if t is not None), default=None)
+                    for s in self.max_time}
+        watermark = self.watermark
+        if all(t is not None for t in max_time.values()):
+            candidate = min(max_time[s] - delays[s] for s in max_time)
+            watermark = candidate if watermark is None else max(watermark, candidate)
+        alive_from = dict(self.alive_from)
+        if watermark is not None:
+            w = watermark - lateness_us
+            limits = {Side.LEFT.value: w + _us(bound.lower) + int(bound.lower_strict),
+                      Side.RIGHT.value: w - _us(bound.upper) + int(bound.upper_strict)}
+            alive_from = {s: limits[s] if old is None else max(old, limits[s]) for s, old in alive_from.items()}
+        return replace(self, watermark=watermark, max_time=max_time, alive_from=alive_from)
+
+
+@dataclass
+class IntervalState:
+    """One side's state table: its columns, `_run`, `_weight`, (`_degree`), partitioned by `_slice`."""
+
+    path: str
+    schema: StructType
+    tracks_degree: bool
+    version: int | None
+    slice_us: int
+
+    def __post_init__(self) -> None:
+        self.files = delta_log.data_files(self.path, self.version, partition_column=SLICE)
+
+    @property
+    def stored_schema(self) -> StructType:
+        extra = [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]
+        if self.tracks_degree:
+            extra.append(StructField(DEGREE, LongType()))
+        return StructType(list(self.schema.fields) + extra)
+
+    @property
+    def commit_schema(self) -> StructType:
+        return StructType(list(self.stored_schema.fields) + [StructField(SLICE, LongType())])
+
+    def slice_of(self, us: SparkColumn) -> SparkColumn:
+        return ((us - F.pmod(us, F.lit(self.slice_us))) / F.lit(self.slice_us)).cast("long")
+
+    def _slice(self, f: delta_log.DataFile) -> int:
+        return int(f.partition[SLICE])
+
+    def read(self, spark: SparkSession, ranges: Sequence[tuple[int | None, int | None]]) -> DataFrame:
+        """Stored rows of the slices overlapping any of the closed time ranges (None: unbounded)."""
+        def wanted(s: int) -> bool:
+            lo_s, hi_s = s * self.slice_us, (s + 1) * self.slice_us - 1
+            return any((lo is None or hi_s >= lo) and (hi is None or lo_s <= hi) for lo, hi in ranges)
+
+        files = [f for f in self.files if wanted(self._slice(f))]
+        return delta_log.read(spark, files, self.stored_schema)
+
+    def stage(self, appends: DataFrame, alive_from: int | None, *, tag: str) -> list:
+        """Write appended rows (with their slice) and remove the slices wholly behind `alive_from`."""
+        names = [f.name for f in self.stored_schema.fields]
+        actions: list = delta_log.write_files(appends.select(*[col(c) for c in names], col(SLICE)),
+                                              self.path, partition_by=[SLICE], tag=tag)
+        if alive_from is not None:
+            gone = [f for f in self.files if (self._slice(f) + 1) * self.slice_us <= alive_from]
+            if gone:
+                actions += delta_log.remove_actions(gone, self.path)
+        return actions
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The helper columns one side's rows carry inside the operator."""
+
+    side: JoinSide
+
+    def _n(self, what: str) -> str:
+        return f"_{self.side.side.value[0]}_{what}"
+
+    @property
+    def time(self) -> str:
+        return self._n("time")
+
+    @property
+    def run(self) -> str:
+        return self._n("run")
+
+    @property
+    def w(self) -> str:
+        return self._n("w")
+
+    @property
+    def deg(self) -> str:
+        return self._n("deg")
+
+    @property
+    def inc(self) -> str:
+        return self._n("inc")
+
+    @property
+    def identity(self) -> list[str]:
+        return self.side.columns + [self.run]
+
+
+class IntervalJoin:
+    """One run of an interval join node."""
+
+    def __init__(self, executor: Executor, node: Join) -> None:
+        self.x = executor
+        self.node = node
+        self.bound: TimeBound = node.time_bound  # type: ignore[assignment]
+        key_types = executor.key_types(node)
+        self.sides = {s: executor.side_of(node, s, key_types) for s in Side}
+        self.names = {s: _Names(self.sides[s]) for s in Side}
+        self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
+        self.time_column = {Side.LEFT: self.bound.left_time, Side.RIGHT: self.bound.right_time}
+        self.specs = {s: executor.plan.inputs[self.scans[s].input] for s in Side}
+        self.model = executor.plan.model
+        self.lateness_us = _us(executor.plan.config.allowed_lateness)
+
+    # -- inputs -------------------------------------------------------------------------------
+    def changes(self, s: Side) -> DataFrame:
+        """This run's rows of a side: internal columns, row kind, and whether they pass the scan's filters."""
+        scan, spec = self.scans[s], self.specs[s]
+        raw = self.x.changes[scan.input]
+        renamed = raw.select(*[col(name).alias(internal) for name, internal in scan.columns],
+                             col(spec.op_column).alias("_kind"))
+        passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
+        return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, micros(col(self.time_column[s])))
+
+    def statistics(self, changes: dict[Side, DataFrame]) -> dict[Side, Any]:
+        """Per side, in one Spark job: largest event time, time range of the joining rows, retractions."""
+        parts = []
+        for s in Side:
+            t = col(self.names[s].time)
+            parts.append(changes[s].agg(
+                F.lit(s.value).alias("side"), F.max(t).alias("max_time"),
+                F.min(F.when(col("_passes"), t)).alias("lo"), F.max(F.when(col("_passes"), t)).alias("hi"),
+                F.count_if(col("_passes") & (col("_kind") != RowKind.INSERT.value)).alias("retractions")))
+        return {Side(r["side"]): r for r in reduce(DataFrame.unionByName, parts).collect()}
+
+    def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
+        side = self.sides[s]
+        rows = changes.where(col("_passes") & (col("_kind") != RowKind.INSERT.value)).limit(3).select(
+            col("_kind"), F.to_json(_user_struct(side.columns)).alias("row")).collect()
+        examples = "; ".join(f"{r['_kind']} {r['row']}" for r in rows)
+        raise InputError(
+            f"interval joins need append-only inputs, as in Flink: {n} change(s) of kind -U/+U/-D reached the "
+            f"interval join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog (only +I rows, or "
+            "changelog_format 'append'), or drop the time bound to make it a regular join",
+            model=self.model, input_name=self.specs[s].name)
+
+    def new_rows(self, s: Side, changes: DataFrame) -> DataFrame:
+        """The side's joining rows of this run, consolidated: columns, weight, keys, time."""
+        side, n = self.sides[s], self.names[s]
+        rows = consolidate(changes.where(col("_passes")).withColumn(WEIGHT, F.lit(1).cast("long")), side.columns)
+        return side.with_keys(rows.withColumnRenamed(WEIGHT, n.w)).withColumn(n.time, micros(col(self.time_column[s])))
+
+    def never_matching(self, s: Side) -> SparkColumn:
+        return self.sides[s].null_key() | col(self.names[s].time).isNull()
+
+    # -- state --------------------------------------------------------------------------------
+    def state_rows(self, s: Side, state: IntervalState, ranges: list[tuple[int | None, int | None]],
+                   alive_from: int | None) -> DataFrame:
+        """Consolidated stored rows of the slices in `ranges` that were alive when the run began."""
+        side, n = self.sides[s], self.names[s]
+        if not ranges:
+            stored = self.x.spark.createDataFrame([], state.stored_schema)
+        else:
+            stored = state.read(self.x.spark, ranges)
+        degree = [F.sum(DEGREE).cast("long").alias(n.deg)] if side.tracks_degree else []
+        rows = (stored.groupBy(*[col(c) for c in side.columns], col(RUN).alias(n.run))
+                .agg(F.sum(WEIGHT).cast("long").alias(n.w), *degree).where(col(n.w) != 0))
+        rows = side.with_keys(rows).withColumn(n.time, micros(col(self.time_column[s])))
+        return rows if alive_from is None else rows.where(col(n.time) >= F.lit(alive_from))
+
+    def read_ranges(self, s: Side, stats: dict[Side, Any], old: Clock, new: Clock) -> list[tuple[int | None, int | None]]:
+        """The time ranges of side `s`'s state this run needs: what the other side's new rows can
+        match, and what expires."""
+        ranges: list[tuple[int | None, int | None]] = []
+        other = stats[s.other]
+        lower, upper = _us(self.bound.lower), _us(self.bound.upper)
+        if other["lo"] is not None:
+            if s is Side.LEFT:  # l in [r + lower, r + upper]
+                ranges.append((other["lo"] + lower, other["hi"] + upper))
+            else:  # r in [l - upper, l - lower]
+                ranges.append((other["lo"] - upper, other["hi"] - lower))
+        start, end = old.alive_from[s.value], new.alive_from[s.value]
+        if end is not None and (start is None or end > start):
+            ranges.append((start, end - 1))
+        return ranges
+
+    # -- the join -----------------------------------------------------------------------------
+    def condition(self, left: DataFrame, right: DataFrame) -> SparkColumn:
+        ls, rs = self.sides[Side.LEFT], self.sides[Side.RIGHT]
+        conds = [left[a].eqNullSafe(right[b]) if safe else left[a] == right[b]
+                 for a, b, safe in zip(ls.key_columns, rs.key_columns, ls.null_safe)]
+        diff = col(self.names[Side.LEFT].time) - col(self.names[Side.RIGHT].time)
+        lower, upper = F.lit(_us(self.bound.lower)), F.lit(_us(self.bound.upper))
+        conds.append(diff > lower if self.bound.lower_strict else diff >= lower)
+        conds.append(diff < upper if self.bound.upper_strict else diff <= upper)
+        if self.node.residual:
+            conds.append(F.expr(self.node.residual))
+        return reduce(lambda a, b: a & b, conds)
+
+    def pair_columns(self, s: Side) -> list[str]:
+        n = self.names[s]
+        return n.identity + [n.w]
+
+    def pairs(self, new: dict[Side, DataFrame], state: dict[Side, DataFrame]) -> DataFrame:
+        """ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR: each side's columns, run and weight."""
+        keep = {s: self.pair_columns(s) + self.sides[s].key_columns + [self.names[s].time] for s in Side}
+        right_all = state[Side.RIGHT].select(*keep[Side.RIGHT]).unionByName(new[Side.RIGHT].select(*keep[Side.RIGHT]))
+        out = []
+        for left, right in ((new[Side.LEFT].select(*keep[Side.LEFT]), right_all),
+                            (state[Side.LEFT].select(*keep[Side.LEFT]), new[Side.RIGHT].select(*keep[Side.RIGHT]))):
+            joined = left.join(right, self.condition(left, right), "inner")
+            out.append(joined.select(*[col(c) for c in self.pair_columns(Side.LEFT) + self.pair_columns(Side.RIGHT)]))
+        return out[0].unionByName(out[1])
+
+    def degrees(self, s: Side, new: DataFrame, state: DataFrame, pairs: DataFrame) -> DataFrame:
+        """Every touched row of a preserved side: weight, stored degree, matches this run (`inc`), time."""
+        n, other = self.names[s], self.names[s.other]
+        zero = F.lit(0).cast("long")
+        ident = [col(c) for c in n.identity]
+        parts = [
+            state.select(*ident, col(n.w), col(n.deg), zero.alias(n.inc)),
+            new.select(*ident, col(n.w), zero.alias(n.deg), zero.alias(n.inc)),
+            pairs.select(*ident, zero.alias(n.w), zero.alias(n.deg), col(other.w).alias(n.inc)),
+        ]
+        grouped = reduce(DataFrame.unionByName, parts).groupBy(*ident).agg(
+            *[F.sum(c).cast("long").alias(c) for c in (n.w, n.deg, n.inc)])
+        return grouped.withColumn(n.time, micros(col(self.time_column[s])))
+
+    def padded(self, s: Side, rows: DataFrame, weight: str) -> DataFrame:
+        """Rows of side `s` as output rows, the other side's columns NULL."""
+        mine = set(self.sides[s].columns)
+        out = [col(f.name) if f.name in mine else F.lit(None).cast(f.dataType).alias(f.name)
+               for side in (self.sides[Side.LEFT], self.sides[Side.RIGHT]) for f in side.schema.fields]
+        return rows.select(*out, col(weight).alias(WEIGHT))
+
+    def run(self) -> DataFrame:
+        x, persist = self.x, self.x.persist
+        changes = {s: persist(self.changes(s)) for s in Side}
+        stats = self.statistics(changes)
+        for s in Side:
+            if stats[s]["retractions"]:
+                self.reject_retractions(s, changes[s], stats[s]["retractions"])
+        paths = {s: x.tables.state(f"{self.node.id}_{s.value}") for s in Side}
+        old = Clock.load(paths[Side.LEFT], x.versions.get(paths[Side.LEFT]), self.default_slice())
+        new_clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
+                                {s.value: _us(self.specs[s].watermark_delay) for s in Side}, self.bound, self.lateness_us)
+        tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,
+                                   x.versions.get(paths[s]), old.slice_us) for s in Side}
+        arrived = {s: persist(self.new_rows(s, changes[s])) for s in Side}
+        new = {s: arrived[s].where(~self.never_matching(s)).withColumn(self.names[s].run, F.lit(x.run_id).cast("long"))
+               for s in Side}
+        state = {s: persist(self.state_rows(s, tables[s], self.read_ranges(s, stats, old, new_clock),
+                                            old.alive_from[s.value])) for s in Side}
+        pairs = persist(self.pairs(new, state))
+        l, r = self.names[Side.LEFT], self.names[Side.RIGHT]
+        outputs = [pairs.select(*[col(c) for c in self.sides[Side.LEFT].columns + self.sides[Side.RIGHT].columns],
+                                (col(l.w) * col(r.w)).alias(WEIGHT))]
+        padded, expired = [], []
+        for s in Side:
+            n, side, alive_from = self.names[s], self.sides[s], new_clock.alive_from[s.value]
+            alive = F.lit(True) if alive_from is None else col(n.time) >= F.lit(alive_from)
+            expired.append(state[s].where(~alive).agg(F.sum(n.w).alias("n")))
+            slice_ = tables[s].slice_of(col(n.time)).alias(SLICE)
+            data = [col(c) for c in side.columns]
+            if side.tracks_degree:
+                rows = persist(self.degrees(s, new[s], state[s], pairs))
+                padded.append(self.padded(s, rows.where(~alive & (col(n.deg) + col(n.inc) == 0)), n.w))
+                padded.append(self.padded(s, arrived[s].where(self.never_matching(s)), n.w))
+                arriving = col(n.run) == F.lit(x.run_id)  # stored rows only gain degree fragments
+                appends = rows.where(alive & (arriving | (col(n.inc) != 0))).select(
+                    *data, col(n.run).alias(RUN), F.when(arriving, col(n.w)).otherwise(0).cast("long").alias(WEIGHT),
+                    col(n.inc).alias(DEGREE), slice_)
+            else:
+                appends = new[s].where(alive).select(*data, col(n.run).alias(RUN), col(n.w).alias(WEIGHT), slice_)
+            actions = tables[s].stage(appends, alive_from, tag=f"r{x.run_id}")
+            x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,),
+                                        new_clock.metadata()))
+        outputs.extend(padded)
+        output = persist(consolidate(reduce(DataFrame.unionByName, outputs), list(self.node.output_columns)))
+        self.record(new_clock, expired, padded)
+        return output
+
+    def default_slice(self) -> int:
+        """The slice width of new state: about the time a row stays in state, at least a minute."""
+        window = max(self.bound.upper - self.bound.lower, timedelta(0))
+        horizon = window + max(spec.watermark_delay for spec in self.specs.values()) + self.x.plan.config.allowed_lateness
+        return _us(max(horizon, MIN_SLICE))
+
+    def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame]) -> None:
+        """Put the run's watermark, expired and padded row counts into the executor's metrics (one job)."""
+        counts = [e.select(F.lit("expired").alias("what"), F.coalesce(col("n"), F.lit(0)).cast("long").alias("n"))
+                  for e in expired]
+        counts += [p.agg(F.lit("padded").alias("what"), F.coalesce(F.sum(WEIGHT), F.lit(0)).cast("long").alias("n"))
+                   for p in padded]
+        totals: dict[str, int] = {"expired": 0, "padded": 0}
+        for row in reduce(DataFrame.unionByName, counts).collect():
+            totals[row["what"]] += row["n"]
+        self.x.metrics[self.node.id] = {
+            "operator": "interval join", "watermark": as_text(clock.watermark),
+            "rows_expired": totals["expired"], "rows_padded": totals["padded"],
+            "alive_from": {s: as_text(t) for s, t in clock.alive_from.items()},
+        }
+
+
+def run_interval_join(executor: Executor, node: Join) -> DataFrame:
+    """The output change of an interval join node for this run (append-only: positive weights)."""
+    return IntervalJoin(executor, node).run()

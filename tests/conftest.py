@@ -1,0 +1,12 @@
+"""Shared fixtures: one local SparkSession for the whole test run (Spark starts in seconds, not ms)."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from streamjoin.session import local_session
+
+    session = local_session(app_name="streamjoin-tests")
+    yield session

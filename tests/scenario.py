@@ -1,0 +1,85 @@
+"""A small driver for scenario and property tests: a model, runs of changes, its outputs.
+
+    m = Scenario(spark, tmp_path, "SELECT ... FROM l JOIN r ON l.k = r.k", l=[("k", "int")], r=[("k", "int")])
+    m.run(l=[insert(1)], r=[insert(1)])
+    assert m.changelog == {(1, 1): +1}
+
+It goes through the same compiler, run protocol and Delta tables as the conformance runner.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from pyspark.sql import SparkSession
+
+from streamjoin.conformance import CaseRunner, _collect
+from streamjoin.run import run_once
+
+
+def insert(*values: Any) -> tuple[str, list]:
+    return ("+I", list(values))
+
+
+def delete(*values: Any) -> tuple[str, list]:
+    return ("-D", list(values))
+
+
+def update_before(*values: Any) -> tuple[str, list]:
+    return ("-U", list(values))
+
+
+def update_after(*values: Any) -> tuple[str, list]:
+    return ("+U", list(values))
+
+
+class Scenario:
+    """One model over declared inputs, run after run, with its result and changelog as multisets."""
+
+    def __init__(self, spark: SparkSession, root: Any, sql: str, *, config: dict | None = None,
+                 unique_keys: dict[str, Sequence[str]] | None = None, name: str = "m", **inputs: Sequence[tuple[str, str]]) -> None:
+        case = {
+            "name": name,
+            "sql": sql,
+            "config": config or {},
+            "inputs": {n: {"columns": [list(c) for c in cols], **({"unique_key": list(unique_keys[n])} if unique_keys and n in unique_keys else {})}
+                       for n, cols in inputs.items()},
+            "runs": [],
+        }
+        self.runner = CaseRunner(spark, case, str(root))
+        self.runs = 0
+        self.report = None
+
+    @property
+    def plan(self):
+        return self.runner.plan
+
+    @property
+    def tables(self):
+        return self.runner.tables
+
+    def run(self, **changes: Sequence[tuple[str, list]]) -> "Scenario":
+        """Append these changes to the inputs and perform one incremental run."""
+        self.runner.append_changes(self.runs, {k: list(v) for k, v in changes.items()})
+        self.runs += 1
+        self.report = run_once(self.runner.spark, self.runner.plan, self.runner.tables)
+        return self
+
+    @property
+    def result(self) -> Counter:
+        return Counter(_collect(self.runner.result()))
+
+    @property
+    def changelog(self) -> Counter:
+        """This run's changelog as signed counts per row."""
+        out: Counter = Counter()
+        for kind, row in self.runner.changelog(self.report.run_id if self.report else None):
+            out[tuple(row)] += 1 if kind.startswith("+") else -1
+        return Counter({k: v for k, v in out.items() if v})
+
+    @property
+    def row_kinds(self) -> list[tuple[str, tuple]]:
+        return sorted(self.runner.changelog(self.report.run_id if self.report else None))
+
+    def versions(self) -> dict[str, int | None]:
+        return self.runner.versions()

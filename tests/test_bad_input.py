@@ -1,0 +1,98 @@
+"""Bad input: a clear error naming the model, the input and the row; every table left as it was."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from scenario import Scenario, delete, insert
+from streamjoin import InputError
+
+SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
+INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
+
+
+@pytest.fixture
+def model(spark, tmp_path):
+    m = Scenario(spark, tmp_path, SQL, name="bad_input_model", **INPUTS)
+    m.run(l=[insert(1, 10), insert(2, 20)], r=[insert(1, 100)])
+    return m
+
+
+def append_raw(model: Scenario, name: str, table: pa.Table) -> None:
+    write_deltalake(model.runner.specs[name].location, table, mode="append")
+
+
+def fails_unchanged(model: Scenario, *fragments: str, **changes) -> str:
+    before = model.versions()
+    with pytest.raises(InputError) as err:
+        model.run(**changes)
+    message = str(err.value)
+    assert "model 'bad_input_model'" in message
+    for f in fragments:
+        assert f in message, message
+    assert model.versions() == before, "a failed run must leave every table at its version"
+    return message
+
+
+@pytest.mark.parametrize("kind", ["+X", "", None])
+def test_unknown_or_null_row_kind(model, kind):
+    before = model.versions()
+    append_raw(model, "l", pa.table({"k": pa.array([3], pa.int32()), "v": pa.array([30], pa.int32()),
+                                     "_row_kind": pa.array([kind], pa.string())}))
+    with pytest.raises(InputError) as err:
+        model.report = None
+        from streamjoin.run import run_once
+        run_once(model.runner.spark, model.plan, model.tables)
+    assert "input 'l'" in str(err.value) and "row kind" in str(err.value)
+    assert repr(kind) in str(err.value) or str(kind) in str(err.value)
+    assert model.versions() == before
+
+
+def test_retraction_of_a_row_never_inserted_fails_by_default(model):
+    message = fails_unchanged(model, "input 'r'", "never held", '"k":7', l=[insert(3, 30)], r=[delete(7, 700)])
+    assert "on_missing_retraction" in message
+
+
+def test_retraction_of_more_copies_than_held(model):
+    fails_unchanged(model, "input 'l'", "retracted 2 time(s), held 1", l=[delete(1, 10), delete(1, 10)])
+
+
+def test_missing_retractions_can_be_ignored(spark, tmp_path):
+    m = Scenario(spark, tmp_path, SQL, config={"on_missing_retraction": "ignore"}, **INPUTS)
+    m.run(l=[insert(1, 10)], r=[delete(1, 5)])
+    assert m.result == {(1, 10, None): 1}
+    m.run(r=[insert(1, 5)])
+    assert m.result == {(1, 10, 5): 1}
+
+
+def test_duplicate_unique_key(spark, tmp_path):
+    m = Scenario(spark, tmp_path, SQL, unique_keys={"l": ["k"]}, name="bad_input_model", **INPUTS)
+    m.run(l=[insert(1, 10)])
+    fails_unchanged(m, "input 'l'", "unique key", '"k":1', l=[insert(1, 11)])
+
+
+def test_schema_that_no_longer_matches(model):
+    location = model.runner.specs["r"].location
+    before = model.versions()
+    write_deltalake(location, pa.table({"k": pa.array(["x"]), "w": pa.array(["y"]), "_row_kind": ["+I"]}),
+                    mode="overwrite", schema_mode="overwrite")
+    with pytest.raises(InputError) as err:
+        from streamjoin.run import run_once
+        run_once(model.runner.spark, model.plan, model.tables)
+    message = str(err.value)
+    assert "input 'r'" in message and "column 'k'" in message and "--full-refresh" in message
+    assert model.versions() == before
+
+
+def test_tables_are_standard_delta(model):
+    for path in model.tables.all_tables():
+        table = DeltaTable(path)
+        assert table.version() >= 0
+        for action in pa.table(table.get_add_actions(flatten=True)).to_pylist():
+            assert action["num_records"] is not None  # file statistics are written for data skipping
+            assert os.path.exists(os.path.join(path, action["path"]))
+    assert sorted(DeltaTable(model.tables.result).to_pyarrow_table().drop(["_bucket"]).to_pylist(),
+                  key=lambda r: r["k"]) == [{"k": 1, "v": 10, "w": 100}, {"k": 2, "v": 20, "w": None}]

@@ -1,0 +1,131 @@
+"""The SQL compiler: plans for the supported subset, and clear errors naming everything else."""
+from __future__ import annotations
+
+import pytest
+
+from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
+from streamjoin.plan import Join, Scan
+from streamjoin.types import JoinType
+
+INPUTS = {
+    "orders": InputSpec.from_dict("orders", {"columns": [["id", "int"], ["cust", "int"], ["amount", "int"], ["ts", "timestamp"]],
+                                             "event_time": "ts"}),
+    "prices": InputSpec.from_dict("prices", {"columns": [["id", "int"], ["price", "int"]]}),
+    "ships": InputSpec.from_dict("ships", {"columns": [["order_id", "int"], ["ship_ts", "timestamp"]], "event_time": "ship_ts"}),
+}
+
+
+def plan(sql: str, **config):
+    return compile_sql("m", sql, INPUTS, ModelConfig.from_dict(config))
+
+
+def fails(sql: str, *fragments: str) -> str:
+    with pytest.raises(CompileError) as err:
+        plan(sql)
+    message = str(err.value)
+    assert "model 'm'" in message
+    for f in fragments:
+        assert f in message, message
+    return message
+
+
+def test_left_join_plan_keys_and_outputs():
+    p = plan("SELECT o.id, p.price AS cost FROM orders o LEFT JOIN prices p ON o.id = p.id")
+    assert isinstance(p.root, Join) and p.root.join_type is JoinType.LEFT
+    assert [(k.left, k.right, k.null_safe) for k in p.root.keys] == [("`o__id`", "`p__id`", False)]
+    assert p.output_names == ["id", "cost"]
+
+
+def test_reversed_equality_and_null_safe_keys():
+    p = plan("SELECT o.id FROM orders o JOIN prices p ON p.id <=> o.id")
+    assert [(k.left, k.right, k.null_safe) for k in p.root.keys] == [("`o__id`", "`p__id`", True)]
+    p = plan("SELECT o.id FROM orders o JOIN prices p ON o.id IS NOT DISTINCT FROM p.id")
+    assert p.root.keys[0].null_safe
+
+
+def test_residual_predicate_stays_in_the_join():
+    p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id AND o.amount > p.price")
+    assert p.root.residual == "`o__amount` > `p__price`"
+
+
+def test_on_predicate_on_the_null_padded_side_is_pushed_below_the_join():
+    p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id AND p.price > 10")
+    assert p.root.right.filters == ("`p__price` > 10",) and p.root.residual is None
+
+
+def test_on_predicate_on_the_preserved_side_is_not_pushed():
+    p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id AND o.amount > 10")
+    assert p.root.left.filters == () and p.root.residual == "`o__amount` > 10"
+
+
+def test_where_on_preserved_side_is_pushed_and_on_padded_side_is_kept_after_the_join():
+    p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE o.amount > 1 AND p.price = 3")
+    assert p.root.left.filters == ("`o__amount` > 1",)
+    assert p.root.right.filters == ()
+    assert p.filters == ("`p__price` = 3",)
+
+
+def test_full_join_pushes_nothing():
+    p = plan("SELECT o.id FROM orders o FULL JOIN prices p ON o.id = p.id WHERE o.amount > 1")
+    assert p.root.left.filters == () and p.filters == ("`o__amount` > 1",)
+
+
+def test_comma_join_takes_its_keys_from_where():
+    p = plan("SELECT o.id FROM orders o, prices p WHERE o.id = p.id AND p.price > 2")
+    assert p.root.join_type is JoinType.INNER and p.root.keys[0].right == "`p__id`"
+    assert p.root.right.filters == ("`p__price` > 2",)
+
+
+@pytest.mark.parametrize("sql, join_type, null_aware", [
+    ("SELECT id FROM orders WHERE id IN (SELECT id FROM prices)", JoinType.SEMI, False),
+    ("SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM prices p WHERE p.id = o.id AND p.price > o.amount)", JoinType.SEMI, False),
+    ("SELECT o.id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM prices p WHERE p.id = o.id)", JoinType.ANTI, False),
+    ("SELECT o.id FROM orders o WHERE o.id NOT IN (SELECT p.id FROM prices p)", JoinType.ANTI, True),
+    ("SELECT o.id FROM orders o LEFT SEMI JOIN prices p ON o.id = p.id", JoinType.SEMI, False),
+    ("SELECT o.id FROM orders o LEFT ANTI JOIN prices p ON o.id = p.id", JoinType.ANTI, False),
+])
+def test_subqueries_and_semi_anti_joins(sql, join_type, null_aware):
+    p = plan(sql)
+    assert p.root.join_type is join_type and p.root.null_aware is null_aware
+    assert isinstance(p.root.right, Scan) and p.root.right.input == "prices"
+
+
+def test_star_expands_visible_inputs_only():
+    assert plan("SELECT * FROM orders o LEFT SEMI JOIN prices p ON o.id = p.id").output_names == ["id", "cust", "amount", "ts"]
+    assert plan("SELECT p.* FROM orders o JOIN prices p ON o.id = p.id").output_names == ["id", "price"]
+
+
+def test_interval_join_is_recognised():
+    p = plan("SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id "
+             "AND o.ts BETWEEN s.ship_ts - INTERVAL '4' HOUR AND s.ship_ts")
+    bound = p.root.time_bound
+    assert bound is not None and bound.lower.total_seconds() == -4 * 3600 and bound.upper.total_seconds() == 0
+    assert p.root.residual is None
+
+
+@pytest.mark.parametrize("sql, fragments", [
+    ("SELECT o.id, count(*) FROM orders o JOIN prices p ON o.id = p.id GROUP BY o.id", ["GROUP BY"]),
+    ("SELECT DISTINCT o.id FROM orders o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.id ORDER BY o.id", ["ORDER BY"]),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.id LIMIT 3", ["LIMIT"]),
+    ("SELECT o.id, row_number() OVER (ORDER BY o.id) FROM orders o JOIN prices p ON o.id = p.id", ["window function"]),
+    ("SELECT id FROM orders UNION SELECT id FROM prices", ["UNION"]),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.amount > p.price", ["no equi-condition"]),
+    ("SELECT o.id FROM orders o CROSS JOIN prices p", ["CROSS JOIN"]),
+    ("SELECT o.id FROM orders o, prices p", ["no equi-condition"]),
+    ("SELECT o.id FROM orders o JOIN nope n ON o.id = n.id", ["unknown input 'nope'", "line 1"]),
+    ("SELECT o.nope FROM orders o JOIN prices p ON o.id = p.id", ["no column 'nope'"]),
+    ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
+    ("SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM prices p WHERE p.price > o.amount)", ["equality"]),
+    ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id, price FROM prices)", ["multi-column"]),
+    ("SELECT o.id FROM (SELECT * FROM orders) o JOIN prices p ON o.id = p.id", ["Subquery in FROM"]),
+    ("WITH x AS (SELECT * FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH"]),
+    ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
+])
+def test_unsupported_sql_is_named(sql, fragments):
+    fails(sql, *fragments)
+
+
+def test_unknown_config_keys_are_errors():
+    with pytest.raises(CompileError, match="unknown config key 'bogus'"):
+        ModelConfig.from_dict({"bogus": 1, "join_strategy": "nope"})
