@@ -21,7 +21,9 @@ from deltalake.transaction import AddAction, CommitProperties, PostCommitHookPro
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .errors import InputError
+from deltalake.exceptions import CommitFailedError, DeltaError
+
+from .errors import ConcurrentRunError, InputError
 from .file_stats import file_stats
 
 MANIFEST_KEY = "streamjoin.manifest"
@@ -187,18 +189,32 @@ def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
 
 
 def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: StructType, *,
-           partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any]) -> None:
-    """Commit file actions in one Delta transaction tagged with (app_id, run_id)."""
+           partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any],
+           read_version: int | None | str = "latest") -> None:
+    """Commit file actions in one Delta transaction tagged with (app_id, run_id).
+
+    With a `read_version` (None: the table did not exist), the commit is made against that
+    version: if another writer committed the same app transaction since (or created the table),
+    Delta's conflict check fails it with `ConcurrentRunError`. "latest" commits on top of whatever is there.
+    """
     props = CommitProperties(custom_metadata=dict(metadata), app_transactions=[Transaction(app_id, run_id)])
     hooks = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
     delta_schema = DeltaSchema.from_arrow(arrow_schema(schema))
-    if not exists(path):
-        os.makedirs(local_path(path), exist_ok=True)
-        adds = [a for a in actions if isinstance(a, AddAction)]
-        create_table_with_add_actions(local_path(path), delta_schema, adds, mode="error",
-                                      partition_by=list(partition_by) or None,
-                                      commit_properties=props, post_commithook_properties=hooks)
-        return
-    DeltaTable(path).create_write_transaction(list(actions), mode="append", schema=delta_schema,
-                                              partition_by=list(partition_by) or None,
-                                              commit_properties=props, post_commithook_properties=hooks)
+    try:
+        if read_version is None or (read_version == "latest" and not exists(path)):
+            os.makedirs(local_path(path), exist_ok=True)
+            adds = [a for a in actions if isinstance(a, AddAction)]
+            create_table_with_add_actions(local_path(path), delta_schema, adds, mode="error",
+                                          partition_by=list(partition_by) or None,
+                                          commit_properties=props, post_commithook_properties=hooks)
+            return
+        table = DeltaTable(path) if read_version == "latest" else DeltaTable(path, version=int(read_version))
+        table.create_write_transaction(list(actions), mode="append", schema=delta_schema,
+                                       partition_by=list(partition_by) or None,
+                                       commit_properties=props, post_commithook_properties=hooks)
+    except (CommitFailedError, DeltaError) as exc:
+        if "Concurrent" in str(exc) or "already exists" in str(exc) or isinstance(exc, CommitFailedError):
+            raise ConcurrentRunError(
+                f"another run of the same model committed {path} first ({exc}); this run wrote nothing "
+                "there and stops: rerun it to pick up where the other left off") from exc
+        raise

@@ -221,7 +221,8 @@ class Run:
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
                 continue  # a previous attempt of this run committed this table already
             delta_log.commit(write.path, write.actions, write.schema, partition_by=write.partition_by,
-                             app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata})
+                             app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata},
+                             read_version=manifest["versions"].get(write.path))
 
 
 def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:
