@@ -8,7 +8,9 @@ FLINK_VENV := .venv-flink
 FLINK_LOCK := tests/flink_oracle/requirements-flink.lock
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
-.PHONY: setup flink-setup test demo conformance clean
+BENCH_STAMP := $(VENV)/.bench-installed
+
+.PHONY: setup flink-setup test demo conformance bench bench-full clean
 
 setup: $(STAMP)
 
@@ -34,6 +36,17 @@ test: setup flink-setup
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json
+
+$(BENCH_STAMP): bench/requirements-bench.txt $(STAMP)
+	$(BIN)/pip install --quiet -r bench/requirements-bench.txt
+	touch $(BENCH_STAMP)
+
+# Benchmarks against Flink, Spark batch recompute and Spark Structured Streaming: bench/REPORT.md
+bench: setup flink-setup $(BENCH_STAMP)
+	$(BIN)/python -m bench.harness --mode quick
+
+bench-full: setup flink-setup $(BENCH_STAMP)
+	$(BIN)/python -m bench.harness --mode full --driver-memory 8g
 
 demo: setup
 	$(BIN)/python -m streamjoin.demo

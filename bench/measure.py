@@ -1,0 +1,175 @@
+"""Measuring helpers: peak memory of a process tree, load average, folder sizes, a profiler.
+
+``Profiler`` wraps streamjoin functions (by patching their module or class attribute)
+and records the *exclusive* wall time spent in each, so nested phases do not count
+twice; ``spark_job_seconds`` adds the time Spark spent running jobs in a window, read
+from the driver's status store. What is left of a run's time is Python and Py4J work
+on the driver (planning, analysis, bookkeeping).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psutil
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def folder_bytes(path: str) -> int:
+    """Total size of the files under ``path`` (0 if it does not exist)."""
+    size = 0
+    for folder, _, files in os.walk(path):
+        size += sum(os.path.getsize(os.path.join(folder, f)) for f in files)
+    return size
+
+
+class PeakMemory:
+    """Samples the resident memory of a process and its children every ``interval`` s."""
+
+    def __init__(self, pid: int | None = None, interval: float = 0.25) -> None:
+        self.pid = pid or os.getpid()
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _sample(self) -> int:
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._sample())
+
+
+class Profiler:
+    """Exclusive wall time per wrapped function, accumulated until ``take()``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._stack: list[list[float]] = []  # per active call: [child seconds]
+        self._lock = threading.Lock()
+        self._patched: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, attr: str, label: str) -> None:
+        """Time ``owner.attr`` under ``label`` (kept until ``restore()``)."""
+        original = getattr(owner, attr)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                return original(*args, **kwargs)
+            self._stack.append([0.0])
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - started
+                (children,) = self._stack.pop()
+                with self._lock:
+                    self.seconds[label] += elapsed - children
+                    self.calls[label] += 1
+                if self._stack:
+                    self._stack[-1][0] += elapsed
+
+        setattr(owner, attr, timed)
+        self._patched.append((owner, attr, original))
+
+    def restore(self) -> None:
+        for owner, attr, original in reversed(self._patched):
+            setattr(owner, attr, original)
+        self._patched.clear()
+
+    def take(self) -> dict[str, dict[str, float]]:
+        """The phases recorded since the last ``take()``, and reset."""
+        out = {k: {"seconds": round(v, 3), "calls": self.calls[k]} for k, v in self.seconds.items()}
+        self.seconds.clear()
+        self.calls.clear()
+        return out
+
+
+def streamjoin_profiler() -> Profiler:
+    """A profiler over the phases of ``streamjoin.run_once``."""
+    from streamjoin import delta_log, executor, run, state
+    from streamjoin.operators import regular
+
+    profiler = Profiler()
+    for owner, attr, label in (
+        (run.Run, "prepare", "plan run: read Delta logs, offsets"),
+        (run.Run, "read_changes", "read + validate input changes"),
+        (executor.Executor, "output", "join: build plan"),
+        (regular.RegularJoin, "run", "join: regular operator"),
+        (state.StateTable, "read", "state: read touched keys"),
+        (executor.Executor, "stage_state", "state: stage appends"),
+        (run, "stage_changelog", "changelog table: stage"),
+        (run, "stage_result", "result table: stage"),
+        (delta_log, "write_files", "write data files"),
+        (delta_log, "write_small", "write small files (run log)"),
+        (delta_log, "commit", "Delta commits"),
+        (run.Run, "execute", "other driver work in run_once"),
+    ):
+        profiler.wrap(owner, attr, label)
+    return profiler
+
+
+def spark_job_seconds(spark: Any, since_ms: int, until_ms: int) -> tuple[int, float]:
+    """How many Spark jobs ran in ``[since_ms, until_ms]`` and the union of their run time."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    jobs = store.jobsList(None)
+    spans = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        submitted, completed = job.submissionTime(), job.completionTime()
+        if submitted.isEmpty() or completed.isEmpty():
+            continue
+        start, end = submitted.get().getTime(), completed.get().getTime()
+        if start >= since_ms and end <= until_ms:
+            spans.append((start, end))
+    busy, edge = 0, 0
+    for start, end in sorted(spans):
+        start = max(start, edge)
+        if end > start:
+            busy += end - start
+            edge = end
+    return len(spans), busy / 1000
+
+
+@contextmanager
+def wall() -> Iterator[Callable[[], float]]:
+    """``with wall() as elapsed: ...; elapsed()`` gives the seconds since entering."""
+    started = time.perf_counter()
+    ended: list[float] = []
+    yield lambda: (ended[0] if ended else time.perf_counter()) - started
+    ended.append(time.perf_counter())

@@ -1,0 +1,333 @@
+"""Targets, REPORT.md and plots, computed from a harness run's measurements (never typed in)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NOT_RUN = "not run"
+
+
+def _throughput(changes: float, seconds: float) -> float:
+    return changes / seconds if seconds > 0 else 0.0
+
+
+def _points(results: dict[str, Any], workload: str) -> list[dict[str, Any]]:
+    return [p for p in results["points"] if p["workload"] == workload]
+
+
+def _comparison(results: dict[str, Any], workload: str, changes: int | None = None) -> dict[str, Any] | None:
+    found = [c for c in results["comparisons"] if c["workload"] == workload
+             and (changes is None or c["changes"] == changes)]  # fmt: skip
+    return found[-1] if found else None
+
+
+def equal(comparison: dict[str, Any]) -> bool:
+    """Whether every system that produced a result has the same row count and checksum."""
+    prints = [s for s in comparison["systems"].values() if "error" not in s]
+    return len(prints) >= 2 and all(
+        (p["rows"], p["checksum"], p["negative_rows"]) == (prints[0]["rows"], prints[0]["checksum"], 0)
+        for p in prints)  # fmt: skip
+
+
+def _target(name: str, description: str, measured: float | None, peer: float | None, ratio: float | None,
+            met: bool, status: str, figures: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "description": description, "measured": measured, "peer": peer,
+            "ratio": None if ratio is None else round(ratio, 4), "met": met, "status": status,
+            "figures": figures}
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The four targets of the issue, each met or not, with its ratio and the figures behind it."""
+    return [_vs_flink(results), _vs_recompute(results), _state_growth(results), _vs_streaming(results)]
+
+
+def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
+    name, what = "throughput_vs_flink", "at batches >= 100k changes, streamjoin's throughput >= Flink's"
+    sizes = results["sizes"]
+    threshold = min(100_000, max(sizes["batch_sizes"]))
+    rows = []
+    for workload in sorted({p["workload"] for p in results["points"]}):
+        cmp = _comparison(results, workload)
+        flink = (cmp or {}).get("flink") or {}
+        big = [p for p in _points(results, workload) if p["batch"] >= threshold]
+        if not big or not flink.get("ok"):
+            continue
+        best = max(big, key=lambda p: p["batch"])
+        mine = _throughput(best["run"]["changes"], best["run"]["seconds"])
+        theirs = _throughput(cmp["changes"], flink["job_seconds"])
+        rows.append({"workload": workload, "batch": best["batch"], "state": best["state"],
+                     "streamjoin_records_per_s": round(mine, 1), "flink_records_per_s": round(theirs, 1),
+                     "flink_changes": cmp["changes"], "flink_job_seconds": flink["job_seconds"],
+                     "ratio": round(mine / theirs, 4) if theirs else None,
+                     "load": best["run"]["load_before"], "results_equal": equal(cmp)})
+    if not rows:
+        return _target(name, what, None, None, None, False, f"{NOT_RUN}: no batch >= {threshold:,} with a Flink run",
+                       {})
+    main = next((r for r in rows if r["workload"] == "q20"), rows[0])
+    met = all(r["ratio"] is not None and r["ratio"] >= 1 for r in rows)
+    note = "" if threshold == 100_000 else f" (this mode's largest batch, {threshold:,}, stands in for 100k)"
+    return _target(name, what + note, main["streamjoin_records_per_s"], main["flink_records_per_s"],
+                   main["ratio"], met, "met" if met else "not met", {"per_workload": rows})
+
+
+def _vs_recompute(results: dict[str, Any]) -> dict[str, Any]:
+    name = "one_percent_vs_recompute"
+    what = "a run with changes = 1% of a 10M-row state takes <= 1/10 of the batch recompute"
+    points = _points(results, "q20")
+    top = max(results["sizes"]["state_sizes"])
+    batch = max(1, top // 100)
+    point = next((p for p in points if p["state"] == top and p["batch"] == batch), None)
+    cmp = _comparison(results, "q20", top + batch)
+    if point is None or cmp is None:
+        return _target(name, what, None, None, None, False, f"{NOT_RUN}: q20 was not run", {})
+    ratio = point["run"]["seconds"] / cmp["spark_batch"]["seconds"]
+    note = "" if top == 10_000_000 else f" (measured at a {top:,}-change state, this mode's largest)"
+    return _target(name, what + note, round(point["run"]["seconds"], 3), round(cmp["spark_batch"]["seconds"], 3),
+                   ratio, ratio <= 0.1, "met" if ratio <= 0.1 else "not met",
+                   {"state": top, "batch": batch, "snapshot_rows": cmp["snapshot_rows"],
+                    "streamjoin_load": point["run"]["load_before"], "batch_load": cmp["spark_batch"]["load_before"],
+                    "results_equal": equal(cmp)})  # fmt: skip
+
+
+def _state_growth(results: dict[str, Any]) -> dict[str, Any]:
+    name = "state_growth"
+    what = "at a fixed 10k-change batch, growing state from 1M to 10M rows grows run time < 2x"
+    batch = results["sizes"]["state_batch"]
+    by_state = {p["state"]: p for p in _points(results, "q20") if p["batch"] == batch}
+    if len(by_state) < 2:
+        return _target(name, what, None, None, None, False, f"{NOT_RUN}: fewer than two state sizes", {})
+    small = min(by_state)
+    big = small * 10 if small * 10 in by_state else max(by_state)
+    t_small, t_big = by_state[small]["run"]["seconds"], by_state[big]["run"]["seconds"]
+    ratio = t_big / t_small
+    note = "" if (small, big, batch) == (1_000_000, 10_000_000, 10_000) else (
+        f" (measured from {small:,} to {big:,} changes of state ({big / small:.0f}x) at a {batch:,}-change batch)")
+    return _target(name, what + note, round(t_big, 3), round(t_small, 3), ratio, ratio < 2,
+                   "met" if ratio < 2 else "not met",
+                   {"batch": batch, "seconds_by_state": {str(s): round(p["run"]["seconds"], 3)
+                                                          for s, p in sorted(by_state.items())},
+                    "load_by_state": {str(s): p["run"]["load_before"] for s, p in sorted(by_state.items())}})
+
+
+def _vs_streaming(results: dict[str, Any]) -> dict[str, Any]:
+    name = "interval_vs_spark_streaming"
+    what = "the interval join's throughput >= Spark Structured Streaming's"
+    cmp = _comparison(results, "interval")
+    ss = (cmp or {}).get("spark_streaming")
+    peer = round(_throughput(ss["changes"], ss["seconds"]), 1) if ss else None
+    figures = {"spark_streaming": ss, "results_equal": equal(cmp) if cmp else None}
+    if "interval" in results["skipped"] or not _points(results, "interval"):
+        reason = results["skipped"].get("interval", f"{NOT_RUN}: the interval workload was not in this run")
+        return _target(name, what, None, peer, None, False, reason, figures)
+    runs = [p["run"] for p in _points(results, "interval")]
+    mine = _throughput(sum(r["changes"] for r in runs), sum(r["seconds"] for r in runs))
+    ratio = mine / peer if peer else None
+    met = ratio is not None and ratio >= 1
+    return _target(name, what, round(mine, 1), peer, ratio, met, "met" if met else "not met", figures)
+
+
+# --- REPORT.md ----------------------------------------------------------------------------
+
+
+def _n(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _mb(x: float | None) -> str:
+    return "-" if not x else f"{x / (1 << 20):,.0f} MB"
+
+
+def _load(values: list[float] | None) -> str:
+    return "-" if not values else "/".join(f"{v:.1f}" for v in values)
+
+
+def slowest_run(results: dict[str, Any]) -> dict[str, Any] | None:
+    runs = [r for r in results["runs"] if r.get("phases")]
+    return max(runs, key=lambda r: r["seconds"]) if runs else None
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    """Render REPORT.md and plots/*.png from ``results``."""
+    plots = _plots(results, out / "plots")
+    env = results["environment"]
+    cores = env["spark"]["cores"]
+    lines = [
+        "# streamjoin benchmarks", "",
+        "Generated by `bench/harness.py` from the measurements in `results.json`; do not edit by hand.", "",
+        f"- mode: **{results['mode']}** (scale {results['scale']}), command: `{results['command']}`",
+        f"- started {results['started']}, took {results['wall_seconds']:,.0f} s",
+        f"- machine: {env['machine']['cpu']}, {env['machine']['cores']} cores, "
+        f"{_mb(env['machine']['memory_bytes'])} RAM, {env['machine']['platform']}",
+        "- shared machine: the load average (1/5/15 min) is recorded next to each figure",
+        f"- Spark: master {env['spark']['master']} ({cores} cores), {env['spark']['shuffle_partitions']} shuffle "
+        f"partitions, driver memory {env['spark']['driver_memory']}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()), "",
+        "Sizes are in *changes* (rows of the input changelogs, all inputs together); a model's state "
+        "holds the rows of the changes loaded so far.", "",
+        "```", *(f"{k}: {v}" for k, v in results["sizes"].items()), "```", "",
+    ]
+    if results["mode"] != "full" or results["scale"] != 1.0:
+        lines += ["**Not the full sizes**: this mode uses the smaller sizes above (the issue's figures are "
+                  "1M/10M/20M-row states and 10k/100k/1M-change batches: `make bench-full`).", ""]
+    lines += ["## Targets", "", "| target | status | measured | peer | ratio |", "| --- | --- | --- | --- | --- |"]
+    for t in results["targets"]:
+        lines.append(f"| {t['description']} | **{t['status']}** | {_n(t['measured'], 3)} | {_n(t['peer'], 3)} "
+                     f"| {_n(t['ratio'], 3)} |")
+    lines += ["", "Throughput targets compare records/s (higher is better); time targets compare seconds "
+              "(ratio = streamjoin / peer).", ""]
+    lines += _equality(results) + _throughput_table(results, cores) + _scaling(results) + _profile(results)
+    lines += ["## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots] + [""]
+    if results["skipped"]:
+        lines += ["## Not run", ""] + [f"- {k}: {v}" for k, v in results["skipped"].items()] + [""]
+    (out / "REPORT.md").write_text("\n".join(lines))
+
+
+def _equality(results: dict[str, Any]) -> list[str]:
+    lines = ["## Same results", "", "Each comparison runs every system on the same changes; a result is "
+             "compared by row count and an order-independent checksum (sum of xxhash64 of each row).", "",
+             "| comparison | system | rows | checksum | same |", "| --- | --- | --- | --- | --- |"]
+    for c in results["comparisons"]:
+        same = "yes" if equal(c) else "**NO**"
+        for system, fp in c["systems"].items():
+            if "error" in fp:
+                lines.append(f"| {c['id']} | {system} | error: {str(fp['error'])[:200]} | | {same} |")
+            else:
+                lines.append(f"| {c['id']} | {system} | {fp['rows']:,} | {fp['checksum']} | {same} |")
+    return lines + [""]
+
+
+def _throughput_table(results: dict[str, Any], cores: int) -> list[str]:
+    lines = ["## Throughput", "", f"streamjoin: changes / run seconds of one run of the given batch on the "
+             f"given state (Spark local, {cores} cores). Flink: the whole stream's changes / job seconds "
+             "(submission to last result; parallelism noted; all Flink jobs share one JVM, so the first also pays its "
+             "warm-up). Spark batch: snapshot rows / seconds of the "
+             "recompute. Per core = divided by the cores the system used.", "",
+             "| workload | system | state | batch | seconds | records/s | per core | peak RSS | load |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for p in results["points"]:
+        r = p["run"]
+        rate = _throughput(r["changes"], r["seconds"])
+        lines.append(f"| {p['workload']} | streamjoin | {p['state']:,} | {p['batch']:,} | {r['seconds']:.2f} | "
+                     f"{rate:,.0f} | {rate / cores:,.0f} | {_mb(r['peak_rss_bytes'])} | {_load(r['load_before'])} |")
+    for c in results["comparisons"]:
+        f = c.get("flink") or {}
+        if f.get("ok"):
+            rate = _throughput(c["changes"], f["job_seconds"])
+            lines.append(f"| {c['workload']} | flink (p={f['parallelism']}) | - | {c['changes']:,} (whole stream) | "
+                         f"{f['job_seconds']:.2f} | {rate:,.0f} | {rate / f['parallelism']:,.0f} | "
+                         f"{_mb(f['peak_rss_bytes'])} | {_load(f.get('load_before'))} |")
+        b = c["spark_batch"]
+        rate = _throughput(c["snapshot_rows"], b["seconds"])
+        lines.append(f"| {c['workload']} | spark batch | - | {c['snapshot_rows']:,} (snapshot) | {b['seconds']:.2f} | "
+                     f"{rate:,.0f} | {rate / cores:,.0f} | {_mb(b['peak_rss_bytes'])} | {_load(b['load_before'])} |")
+        s = c.get("spark_streaming")
+        if s:
+            rate = _throughput(s["changes"], s["seconds"])
+            lines.append(f"| {c['workload']} | spark streaming | - | {s['changes']:,} ({s['micro_batches']} "
+                         f"micro-batches) | {s['seconds']:.2f} | {rate:,.0f} | {rate / cores:,.0f} | "
+                         f"{_mb(s['peak_rss_bytes'])} | {_load(s['load_before'])} |")
+    flink_peaks = [(c.get("flink") or {}).get("peak_rss_bytes") or 0 for c in results["comparisons"]]
+    sj_peak = max((r["peak_rss_bytes"] for r in results["runs"]), default=0)
+    lines += ["", f"Peak memory (resident, process tree): streamjoin driver + Spark JVM {_mb(sj_peak)}; "
+              f"Flink process {_mb(max(flink_peaks, default=0))}. Flink is started once for all its jobs, so its "
+              "peak covers them all.", ""]
+    return lines
+
+
+def _scaling(results: dict[str, Any]) -> list[str]:
+    lines = ["## State size and batch size (q20)", "",
+             "| state (changes) | state bytes | bytes per input row | batch | run seconds | load |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for p in sorted(_points(results, "q20"), key=lambda p: (p["state"], p["batch"])):
+        per_row = p["state_bytes"] / p["state"] if p["state"] else 0
+        lines.append(f"| {p['state']:,} | {_mb(p['state_bytes'])} | {per_row:,.0f} | {p['batch']:,} | "
+                     f"{p['run']['seconds']:.2f} | {_load(p['run']['load_before'])} |")
+    return lines + ["", "State bytes: the Delta state tables' files after loading the state (before the batch).", ""]
+
+
+def _profile(results: dict[str, Any]) -> list[str]:
+    run = slowest_run(results)
+    if run is None:
+        return []
+    phases = run["phases"]
+    commits = phases.get("Delta commits", {}).get("seconds", 0.0)
+    spark = run["spark_job_seconds"]
+    driver = max(0.0, run["seconds"] - spark - commits)
+    lines = ["## Profile of the slowest run", "",
+             f"{run['workload']} {run['role']} run, state {run['state']:,}, batch {run['batch']:,}: "
+             f"{run['seconds']:.2f} s at load {_load(run['load_before'])}.", "",
+             f"- Spark jobs: {run['spark_jobs']} jobs, {spark:.2f} s of wall time with a job running "
+             f"({100 * spark / run['seconds']:.0f}%)",
+             f"- Delta commits (delta-rs): {commits:.2f} s ({100 * commits / run['seconds']:.0f}%)",
+             f"- the rest, Python and Py4J on the driver (planning, analysis, Delta log reads, bookkeeping): "
+             f"{driver:.2f} s ({100 * driver / run['seconds']:.0f}%)", "",
+             "Exclusive wall time per phase (nested phases subtracted; Spark jobs run inside them):", "",
+             "| phase | seconds | calls |", "| --- | --- | --- |"]
+    for label, v in sorted(phases.items(), key=lambda kv: -kv[1]["seconds"]):
+        lines.append(f"| {label} | {v['seconds']:.2f} | {v['calls']} |")
+    return lines + [""]
+
+
+def _plots(results: dict[str, Any], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cores = results["environment"]["spark"]["cores"]
+    made = []
+    q20 = _points(results, "q20")
+    fixed = results["sizes"]["fixed_state"]
+    sweep = sorted((p for p in q20 if p["state"] == fixed), key=lambda p: p["batch"])
+    if sweep:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([p["batch"] for p in sweep],
+                [_throughput(p["run"]["changes"], p["run"]["seconds"]) / cores for p in sweep], "o-",
+                label="streamjoin")  # fmt: skip
+        cmp = _comparison(results, "q20", fixed + max(results["sizes"]["batch_sizes"]))
+        flink = (cmp or {}).get("flink") or {}
+        if flink.get("ok"):
+            ax.axhline(_throughput(cmp["changes"], flink["job_seconds"]) / flink["parallelism"], color="red",
+                       linestyle="--", label="Flink (whole stream)")
+        _finish(ax, "batch (changes)", "records/s per core", f"q20 throughput, state {fixed:,}")
+        made.append(_save(fig, folder / "throughput.png"))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([p["batch"] for p in sweep], [p["run"]["seconds"] for p in sweep], "o-", label="streamjoin")
+        _finish(ax, "batch (changes)", "run seconds", f"q20 run time vs batch, state {fixed:,}")
+        made.append(_save(fig, folder / "batch_scaling.png"))
+    batch = results["sizes"]["state_batch"]
+    states = sorted((p for p in q20 if p["batch"] == batch), key=lambda p: p["state"])
+    if states:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([p["state"] for p in states], [p["run"]["seconds"] for p in states], "o-", label="streamjoin")
+        _finish(ax, "state (changes)", "run seconds", f"q20 run time vs state, batch {batch:,}")
+        made.append(_save(fig, folder / "state_scaling.png"))
+    run = slowest_run(results)
+    if run:
+        phases = sorted(run["phases"].items(), key=lambda kv: kv[1]["seconds"])
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.barh([k for k, _ in phases], [v["seconds"] for _, v in phases])
+        ax.set_xlabel("exclusive seconds")
+        ax.set_title(f"slowest run: {run['workload']}, {run['seconds']:.1f} s")
+        fig.tight_layout()
+        made.append(_save(fig, folder / "profile.png"))
+    return made
+
+
+def _finish(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+
+
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

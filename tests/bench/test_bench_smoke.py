@@ -1,0 +1,50 @@
+"""The benchmark harness end to end on tiny sizes: results.json's shape, and that systems were compared."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import harness, report
+
+TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming"}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("bench")
+    assert harness.main(["--mode", "tiny", "--out", str(out)]) == 0
+    assert (out / "REPORT.md").read_text().startswith("# streamjoin benchmarks")
+    assert (out / "plots").is_dir()
+    return json.loads((out / "results.json").read_text())
+
+
+def test_every_target_has_its_entry(results: dict) -> None:
+    assert {t["name"] for t in results["targets"]} == TARGETS
+    for target in results["targets"]:
+        assert set(target) >= {"name", "measured", "ratio", "met", "status", "figures"}
+        assert isinstance(target["met"], bool)
+        assert target["status"] in ("met", "not met") or target["status"].startswith("not run")
+        if target["status"] in ("met", "not met"):
+            assert target["met"] == (target["status"] == "met")
+            assert target["ratio"] is not None and target["measured"] is not None
+
+
+def test_systems_were_compared_and_agree(results: dict) -> None:
+    comparison = next(c for c in results["comparisons"] if c["workload"] == "q20_churn")
+    systems = comparison["systems"]
+    assert {"streamjoin", "spark_batch", "flink"} <= set(systems), systems
+    assert all("error" not in fp for fp in systems.values()), systems
+    assert systems["streamjoin"]["rows"] > 0
+    assert report.equal(comparison)
+    assert comparison["flink"]["ok"] and comparison["flink"]["job_seconds"] > 0
+
+
+def test_runs_carry_figures_and_load(results: dict) -> None:
+    runs = results["runs"]
+    assert runs and all(r["seconds"] > 0 and r["changes"] > 0 for r in runs)
+    assert all(len(r["load_before"]) == 3 and r["peak_rss_bytes"] > 0 for r in runs)
+    assert any(r.get("phases") for r in runs)
+    assert results["environment"]["versions"]["apache-flink"].startswith("2.")
