@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def _exact(value: Any, arrow_type: pa.DataType) -> Any:
-    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_string(arrow_type):
-        return value
-    if pa.types.is_date(arrow_type) and isinstance(value, dt.date):
-        return value.isoformat()
-    return None
+def _has_exact_stats(arrow_type: pa.DataType) -> bool:
+    return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+            or pa.types.is_string(arrow_type) or pa.types.is_date(arrow_type))
+
+
+def _json_value(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, dt.date) else value
 
 
 def file_stats(path: str) -> dict[str, Any]:
@@ -29,19 +30,20 @@ def file_stats(path: str) -> dict[str, Any]:
         nulls = 0
         lo = hi = None
         exact = True
+        with_min_max = _has_exact_stats(field.type)
         for g in range(meta.num_row_groups):
             s = meta.row_group(g).column(i).statistics
             if s is None:
                 exact = False
                 break
             nulls += s.null_count or 0
-            if s.has_min_max:
+            if with_min_max and s.has_min_max:
                 lo = s.min if lo is None or s.min < lo else lo
                 hi = s.max if hi is None or s.max > hi else hi
         if not exact:
             continue
         stats["nullCount"][field.name] = nulls
-        lo, hi = _exact(lo, field.type), _exact(hi, field.type)
+        lo, hi = _json_value(lo), _json_value(hi)
         if lo is not None and hi is not None:
             if isinstance(lo, float) and (lo != lo or hi != hi):
                 continue

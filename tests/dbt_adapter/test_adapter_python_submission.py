@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.streamjoin.python_submission import (
+    REPORT_NAME,
     PythonModelError,
     PythonModelResultError,
+    SessionPythonJobHelper,
+    StreamjoinModelError,
     run_model_code,
     save_as_table,
 )
@@ -45,3 +48,30 @@ def test_failure_is_a_dbt_error_with_the_models_traceback() -> None:
 def test_a_non_dataframe_result_is_rejected_with_the_fix() -> None:
     with pytest.raises(PythonModelResultError, match="return a pyspark.sql.DataFrame"):
         save_as_table([1, 2], relation="`default`.`x`", file_format="", spark=None)
+
+
+def test_a_streamjoin_error_is_one_dbt_error_without_traceback() -> None:
+    code = (
+        "from streamjoin.errors import CompileError\n"
+        "raise CompileError('GROUP BY is not supported in a streaming join', model='m')\n"
+    )
+    with pytest.raises(StreamjoinModelError) as raised:
+        run_model_code(code, model_id="model.p.m", spark="SESSION")
+    message = str(raised.value)
+    assert isinstance(raised.value, DbtRuntimeError)
+    assert message.endswith("streamjoin model model.p.m failed: CompileError: model 'm': "
+                            "GROUP BY is not supported in a streaming join")
+    assert "Traceback" not in message
+
+
+def test_the_run_report_becomes_the_adapter_response() -> None:
+    code = (
+        "class Report:\n"
+        "    def summary(self):\n"
+        "        return 'streamjoin m run 1: committed'\n"
+        "streamjoin_report = Report()\n"
+    )
+    helper = SessionPythonJobHelper({"unique_id": "model.p.m", "alias": "m"}, credential=None)
+    namespace = run_model_code(code, model_id="model.p.m", spark="SESSION")
+    assert namespace[REPORT_NAME].summary() == "streamjoin m run 1: committed"
+    assert helper.model_id == "model.p.m"

@@ -110,6 +110,7 @@ class StreamjoinConnectionManager(SparkConnectionManager):
         credentials = cast(StreamjoinCredentials, profile.credentials)
         project_root = Path(getattr(profile, "project_root", None) or os.getcwd())
         project_name = getattr(profile, "project_name", None) or project_root.name
+        self.project_root = project_root
         self.session_plan = credentials.session_plan(
             project_root=project_root, app_name=f"dbt-streamjoin ({project_name})"
         )

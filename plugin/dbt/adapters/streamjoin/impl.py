@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Type
+from typing import Any, Dict, List, Mapping, Type
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -10,7 +10,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtConfigError
 from typing_extensions import TypeAlias
 
-from dbt.adapters.streamjoin import session
+from dbt.adapters.streamjoin import model_code, session
 from dbt.adapters.streamjoin.connections import StreamjoinConnectionManager
 from dbt.adapters.streamjoin.python_submission import SUBMISSION_METHOD, SessionPythonJobHelper
 
@@ -29,6 +29,34 @@ class StreamjoinAdapter(SparkAdapter):
     def streamjoin_home(self) -> str:
         """Where streamjoin keeps its Delta state tables (profile field ``state_root``)."""
         return self.connections.session_plan.state_root
+
+    @available
+    def streamjoin_model_code(
+        self,
+        model: Mapping[str, Any],
+        inputs: List[Mapping[str, Any]],
+        relation: str,
+        full_refresh: bool,
+    ) -> str:
+        """The Python code of one run of a ``streaming_join`` model (see ``model_code``).
+
+        Args:
+            model: The model node.
+            inputs: Per node the model depends on: ``{"node": <graph node>, "relation": str}``.
+            relation: The rendered relation the model's result is published as.
+            full_refresh: Whether to drop the model's state and outputs and replay its inputs.
+        """
+        return model_code.model_code(
+            model,
+            inputs,
+            state_root=self.streamjoin_home(),
+            project_root=str(self.connections.project_root),
+            relation=relation,
+            full_refresh=full_refresh,
+        )
+
+    def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
+        return AdapterResponse(_message=str(submission_result or "OK"))
 
     @property
     def default_python_submission_method(self) -> str:

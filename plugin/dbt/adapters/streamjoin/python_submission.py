@@ -4,7 +4,9 @@ dbt-spark ships Python models to Databricks; here the compiled code (the user's
 ``model(dbt, session)`` plus dbt's ``dbtObj`` glue plus the footer from
 ``streamjoin__py_write_table``) is executed in-process on a dbt worker thread, with
 ``spark`` bound to the session. A failure becomes a :class:`PythonModelError` whose
-message carries the model's traceback.
+message carries the model's traceback; a streamjoin error (a model that does not compile,
+an invalid input) becomes a :class:`StreamjoinModelError` with streamjoin's message alone.
+This is the one place where streamjoin's errors turn into dbt errors.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ class PythonModelError(DbtRuntimeError):
         super().__init__(f"Python model {model_id} failed:\n{formatted_traceback}")
 
 
+class StreamjoinModelError(DbtRuntimeError):
+    """Raised when streamjoin rejects a model or its inputs; the message says what to fix."""
+
+    MESSAGE = "streamjoin error"
+
+    def __init__(self, model_id: str, error: Exception) -> None:
+        self.model_id = model_id
+        super().__init__(f"streamjoin model {model_id} failed: {type(error).__name__}: {error}")
+
+
 class PythonModelResultError(TypeError):
     """Raised when ``model()`` returns something that is not a DataFrame."""
 
@@ -42,28 +54,40 @@ class SessionPythonJobHelper(PythonJobHelper):
     def __init__(self, parsed_model: Dict[str, Any], credential: Credentials) -> None:
         self.model_id: str = parsed_model.get("unique_id") or parsed_model["alias"]
 
-    def submit(self, compiled_code: str) -> None:
+    def submit(self, compiled_code: str) -> Optional[str]:
+        """Run the code; the run's summary when it is a ``streaming_join`` model."""
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.getOrCreate()
-        run_model_code(compiled_code, model_id=self.model_id, spark=spark)
+        namespace = run_model_code(compiled_code, model_id=self.model_id, spark=spark)
+        report = namespace.get(REPORT_NAME)
+        return report.summary() if report is not None else None
 
 
-def run_model_code(compiled_code: str, *, model_id: str, spark: Any) -> None:
-    """Execute compiled Python model code with ``spark`` in scope.
+#: The name generated ``streaming_join`` code binds its ``RunReport`` to.
+REPORT_NAME = "streamjoin_report"
+
+
+def run_model_code(compiled_code: str, *, model_id: str, spark: Any) -> Dict[str, Any]:
+    """Execute compiled Python model code with ``spark`` in scope; returns its globals.
 
     The code is registered under a pseudo file name so tracebacks show its lines.
 
     Raises:
-        PythonModelError: the code raised; the message holds the traceback, starting at
-            the model's own frames.
+        StreamjoinModelError: streamjoin rejected the model or its inputs.
+        PythonModelError: the code raised anything else; the message holds the
+            traceback, starting at the model's own frames.
     """
+    from streamjoin.errors import StreamJoinError
+
     source = _strip_leading_indent(compiled_code)
     filename = f"<dbt python model {model_id}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     namespace: Dict[str, Any] = {"__name__": "dbt_python_model", "spark": spark}
     try:
         exec(compile(source, filename, "exec"), namespace)
+    except StreamJoinError as exc:
+        raise StreamjoinModelError(model_id, exc) from exc
     except Exception as exc:
         # Drop this function's own frame: the traceback starts in the model's code.
         tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
@@ -71,6 +95,7 @@ def run_model_code(compiled_code: str, *, model_id: str, spark: Any) -> None:
         raise PythonModelError(model_id, formatted) from exc
     finally:
         linecache.cache.pop(filename, None)
+    return namespace
 
 
 def _strip_leading_indent(compiled_code: str) -> str:

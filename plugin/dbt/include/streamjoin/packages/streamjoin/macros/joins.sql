@@ -1,0 +1,116 @@
+{#-- Join queries from a declarative description. Each macro renders one standard Spark SQL
+     SELECT, the same a model could spell out by hand (both compile to the same join plan).
+
+     An input is a relation (`ref(...)`, `source(...)`; its alias is its identifier) or
+     {'relation': ..., 'alias': ...}. `on` is a column name shared by both sides, a list of
+     them, or a list of [left_column, right_column] pairs. `columns` are SELECT expressions
+     over the aliases (default `*`); `where` is an optional filter. --#}
+
+{% macro regular_join(left, right, on, join_type='inner', columns=none, where=none) -%}
+  {%- set l = streamjoin._join_input(left) -%}
+  {%- set r = streamjoin._join_input(right) -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ l.relation }} as {{ l.alias }}
+{{ streamjoin._join_keyword(join_type) }} {{ r.relation }} as {{ r.alias }}
+  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
+{%- if where %}
+where {{ where }}
+{%- endif %}
+{%- endmacro %}
+
+
+{#-- interval_join: a regular join whose ON also bounds the right input's time against the
+     left's: left.left_time + lower <= right.right_time <= left.left_time + upper, with
+     `lower`/`upper` durations such as '0 hours', '4 hours', '-10 minutes'. --#}
+{% macro interval_join(left, right, on, left_time, right_time, lower, upper, join_type='inner', columns=none, where=none) -%}
+  {%- set l = streamjoin._join_input(left) -%}
+  {%- set r = streamjoin._join_input(right) -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ l.relation }} as {{ l.alias }}
+{{ streamjoin._join_keyword(join_type) }} {{ r.relation }} as {{ r.alias }}
+  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
+  and {{ r.alias }}.{{ right_time }} >= {{ l.alias }}.{{ left_time }} {{ streamjoin._interval(lower) }}
+  and {{ r.alias }}.{{ right_time }} <= {{ l.alias }}.{{ left_time }} {{ streamjoin._interval(upper) }}
+{%- if where %}
+where {{ where }}
+{%- endif %}
+{%- endmacro %}
+
+
+{#-- multi_join: several inputs joined on one shared key, each to the first input.
+     `key` is the column name every input shares, or a list with one name per input;
+     `join_types` has one entry per input after the first ('inner' or 'left'). --#}
+{% macro multi_join(inputs, key, join_types=none, columns=none, where=none) -%}
+  {%- set items = [] -%}
+  {%- for item in inputs -%}{%- do items.append(streamjoin._join_input(item)) -%}{%- endfor -%}
+  {%- set keys = [key] * (items | length) if key is string else key -%}
+  {%- if keys | length != items | length -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.multi_join: `key` lists " ~ (keys | length) ~ " columns for " ~ (items | length) ~ " inputs; give one per input or one shared name") -%}
+  {%- endif -%}
+  {%- set types = join_types or (['inner'] * (items | length - 1)) -%}
+  {%- if types | length != items | length - 1 -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.multi_join: `join_types` needs " ~ (items | length - 1) ~ " entries, one per input after the first") -%}
+  {%- endif -%}
+  {%- set first = items[0] -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ first.relation }} as {{ first.alias }}
+{%- for item in items[1:] %}
+{{ streamjoin._join_keyword(types[loop.index0]) }} {{ item.relation }} as {{ item.alias }}
+  on {{ first.alias }}.{{ keys[0] }} = {{ item.alias }}.{{ keys[loop.index] }}
+{%- endfor %}
+{%- if where %}
+where {{ where }}
+{%- endif %}
+{%- endmacro %}
+
+
+{#-- helpers --#}
+
+{% macro _join_input(item) -%}
+  {%- if item is mapping and 'relation' in item -%}
+    {%- set relation = item['relation'] -%}
+    {%- set alias = item.get('alias') -%}
+  {%- else -%}
+    {%- set relation = item -%}
+    {%- set alias = none -%}
+  {%- endif -%}
+  {%- if not alias -%}
+    {%- set alias = relation.identifier if relation.identifier is defined else (relation | string).split('.')[-1] | replace('`', '') -%}
+  {%- endif -%}
+  {{ return({'relation': relation, 'alias': alias}) }}
+{%- endmacro %}
+
+
+{% macro _select_list(columns) -%}
+  {{ return('*' if not columns else (columns | join(',\n       '))) }}
+{%- endmacro %}
+
+
+{% macro _join_keyword(join_type) -%}
+  {%- set kinds = {'inner': 'join', 'left': 'left join', 'right': 'right join', 'full': 'full join',
+                   'semi': 'left semi join', 'anti': 'left anti join'} -%}
+  {%- if join_type | lower not in kinds -%}
+    {%- do exceptions.raise_compiler_error("streamjoin: join_type '" ~ join_type ~ "' is not one of " ~ (kinds.keys() | list | join(', '))) -%}
+  {%- endif -%}
+  {{ return(kinds[join_type | lower]) }}
+{%- endmacro %}
+
+
+{% macro _equi_condition(left_alias, right_alias, on) -%}
+  {%- set pairs = [] -%}
+  {%- for item in ([on] if on is string else on) -%}
+    {%- set lc, rc = (item, item) if item is string else (item[0], item[1]) -%}
+    {%- do pairs.append(left_alias ~ '.' ~ lc ~ ' = ' ~ right_alias ~ '.' ~ rc) -%}
+  {%- endfor -%}
+  {{ return(pairs | join(' and ')) }}
+{%- endmacro %}
+
+
+{% macro _interval(duration) -%}
+  {%- set parts = (duration | string | trim).split() -%}
+  {%- set amount = parts[0] -%}
+  {%- set unit = parts[1] | upper -%}
+  {%- set unit = unit[:-1] if unit.endswith('S') else unit -%}
+  {%- set sign = '-' if amount.startswith('-') else '+' -%}
+  {{ return(sign ~ " INTERVAL '" ~ amount.lstrip('+-') ~ "' " ~ unit) }}
+{%- endmacro %}

@@ -1,0 +1,45 @@
+{#-- Generic tests for streaming_join models. Each returns the rows that are wrong. --#}
+
+{#-- matches_batch: the model's result equals a batch evaluation of the model's own SQL over
+     its inputs' snapshots (every changelog consolidated) as its last complete run read them.
+     Returned rows say on which side a row has more copies. --#}
+{% test matches_batch(model) %}
+  {%- set batch = api.Relation.create(schema=model.schema, identifier=model.identifier ~ '__batch') -%}
+select 'only in the streaming result' as difference, * from (
+  select * from {{ model }} except all select * from {{ batch }}
+)
+union all
+select 'only in the batch evaluation' as difference, * from (
+  select * from {{ batch }} except all select * from {{ model }}
+)
+{% endtest %}
+
+
+{#-- changelog_consistent: replaying the model's changelog from its first run reproduces its
+     result table (and never retracts a row more often than it was added). --#}
+{% test changelog_consistent(model) %}
+  {%- set changelog = api.Relation.create(schema=model.schema, identifier=model.identifier ~ '__changelog') -%}
+  {%- set names = [] -%}
+  {%- for column in adapter.get_columns_in_relation(model) -%}
+    {%- do names.append(adapter.quote(column.name)) -%}
+  {%- endfor -%}
+  {%- set cols = names | join(', ') -%}
+with weighted as (
+  select {{ cols }}, sum(case when _row_kind in ('+I', '+U') then 1 else -1 end) as `__weight`
+  from {{ changelog }}
+  group by {{ cols }}
+),
+replayed as (
+  select {{ cols }} from weighted
+  lateral view explode(array_repeat(1, cast(`__weight` as int))) `__copies` as `__copy`
+)
+select 'only in the replayed changelog' as difference, * from (
+  select * from replayed except all select {{ cols }} from {{ model }}
+)
+union all
+select 'only in the result' as difference, * from (
+  select {{ cols }} from {{ model }} except all select * from replayed
+)
+union all
+select 'retracted more often than added' as difference, {{ cols }} from weighted where `__weight` < 0
+{% endtest %}

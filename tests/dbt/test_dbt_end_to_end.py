@@ -1,0 +1,177 @@
+"""The example project through real dbt, Spark and Delta: three batches, one `dbt build` each.
+
+Before each build, `scripts/load_batch.py` appends the next batch of every input's changelog
+(`seeds/changelogs/*.csv`). After each build the tests check every model and dbt test passed
+(including `streamjoin.matches_batch`: Spark's batch evaluation of each model agrees), the
+result tables against hand-worked expectations, and the changelog each run emitted.
+"""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from dbt_process import REPO, Invocation, dbt, rows
+
+pytestmark = pytest.mark.slow
+
+sys.path.insert(0, str(REPO / "scripts"))
+import load_batch  # noqa: E402
+
+MODELS = ["orders_prices_inner", "orders_prices_left", "orders_prices_full", "stock_orders", "students_scores",
+          "orders_shipped_within_4h", "order_facts", "customer_orders"]
+
+
+@dataclass(frozen=True)
+class Build:
+    """One batch's build: the dbt invocation, then each model's result and changelog rows."""
+
+    dbt: Invocation
+    results: Dict[str, List[tuple]]
+    changelogs: Dict[str, List[tuple]]
+    local_dir: Path
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> List[Build]:
+    local_dir = tmp_path_factory.mktemp("example")
+    models = local_dir / "state" / "models"
+    out = []
+    for batch in (1, 2, 3):
+        load_batch.load(batch, local_dir / "state")
+        invocation = dbt(["build"], project=REPO, profiles_dir=REPO, local_dir=local_dir)
+        out.append(Build(invocation,
+                         {m: rows(models / m / "result") for m in MODELS},
+                         {m: rows(models / m / "changelog") for m in MODELS}, local_dir))
+    return out
+
+
+def test_every_model_and_every_dbt_test_passes_in_every_build(builds: List[Build]) -> None:
+    for batch, build in enumerate(builds, start=1):
+        failed = {name: r["status"] for name, r in build.dbt.results.items() if r["status"] not in ("success", "pass")}
+        assert not failed, f"batch {batch}: {failed}\n{build.dbt.output[-6000:]}"
+        assert build.dbt.returncode == 0
+        tests = [name for name in build.dbt.results if name.startswith("streamjoin_matches_batch_")]
+        assert len(tests) == len(MODELS)
+
+
+def test_each_run_reports_what_it_consumed(builds: List[Build]) -> None:
+    message = builds[1].dbt.results["stock_orders"]["adapter_response"]["_message"]
+    assert message.startswith("streamjoin stock_orders run 2: committed; changes in: ")
+    assert "stock=2" in message and "orders=4" in message
+
+
+EXPECTED_LEFT = [  # orders_prices_left: order_id, product_id, qty, price_cents
+    [(1, 10, 2, 999), (2, 11, 1, 2500), (3, 12, 5, None)],
+    [(2, 11, 3, 2500), (3, 12, 5, None), (4, 10, 1, 899)],  # order 1 cancelled, 2 updated, price 10 changed
+    [(2, 11, 3, None), (4, 10, 1, 899), (5, 13, 2, 1200), (6, 10, 4, 899)],  # price 11 deleted: 2 padded again
+]
+EXPECTED_FULL = [  # orders_prices_full: order_id, order_product_id, price_product_id, price_cents
+    [(1, 10, 10, 999), (2, 11, 11, 2500), (3, 12, None, None)],
+    [(2, 11, 11, 2500), (3, 12, None, None), (4, 10, 10, 899), (None, None, 14, 350)],
+    [(2, 11, None, None), (4, 10, 10, 899), (5, 13, 13, 1200), (6, 10, 10, 899), (None, None, 14, 350)],
+]
+EXPECTED_STOCK = [  # stock_orders: warehouse, product_id, on_hand, order_id, qty (a duplicated stock line twice)
+    [("north", 10, 5, 1, 2), ("north", 10, 5, 1, 2), ("south", 11, 2, 2, 1)],
+    [("north", 10, 5, 4, 1), ("north", 12, 7, 3, 5), ("south", 11, 2, 2, 3)],
+    [("north", 10, 5, 4, 1), ("north", 10, 5, 6, 4), ("south", 13, 1, 5, 2)],
+]
+EXPECTED_STUDENTS = [  # students_scores: student_id, name, course, score
+    [(1, "Ada", "art", 75), (1, "Ada", "math", 90), (2, "Bo", "math", 60), (3, "Cy", None, None)],
+    [(1, "Ada", "art", 80), (1, "Ada", "math", 90), (2, "Bob", "math", 60), (3, "Cy", "math", 88), (4, "Di", None, None)],
+    [(1, "Ada", "art", 80), (1, "Ada", "math", 90), (2, "Bob", None, None), (4, "Di", "math", 70)],
+]
+EXPECTED_CHAINED = [  # customer_orders (over orders_prices_inner): order_id, amount_cents, customer_id, name, tier
+    [(1, 1998, 100, "Acme", "gold"), (2, 2500, 101, "Beta", "silver")],
+    [(2, 7500, 101, "Beta", "silver"), (4, 899, 102, "Core", "bronze")],
+    [(4, 899, 102, "Core", "bronze"), (5, 2400, 101, "Beta", "gold"), (6, 3596, 100, "Acme", "gold")],
+]
+EXPECTED_INTERVAL = [  # orders_shipped_within_4h: order_id, placed_at, shipment_id, shipped_at
+    [(1, "09:00", 900, "11:00"), (2, "09:30", 901, "11:30")],
+    [(1, "09:00", 900, "11:00"), (2, "09:30", 901, "11:30"), (3, "10:00", 903, "13:59"), (4, "11:00", 902, "14:30")],
+    [(1, "09:00", 900, "11:00"), (2, "09:30", 901, "11:30"), (3, "10:00", 903, "13:59"), (4, "11:00", 902, "14:30"),
+     (5, "12:00", 904, "16:00"), (6, "13:00", 905, "16:30")],  # shipment 907 is 6 hours after order 1
+]
+EXPECTED_MULTI = [  # order_facts: order_id, qty, payment_id, amount_cents, shipment_id
+    [(1, 2, 700, 1998, 900), (2, 1, 701, 2500, 901)],
+    [(2, 3, 701, 2500, 901), (4, 1, 702, 899, 902)],
+    [(2, 3, 701, 2500, 901), (2, 3, 703, 5000, 901), (4, 1, 702, 899, 902), (5, 2, 704, 2400, 904)],
+]
+
+
+@pytest.mark.parametrize("model, expected", [
+    ("orders_prices_left", EXPECTED_LEFT),
+    ("orders_prices_full", EXPECTED_FULL),
+    ("stock_orders", EXPECTED_STOCK),
+    ("students_scores", EXPECTED_STUDENTS),
+    ("customer_orders", EXPECTED_CHAINED),
+    ("orders_shipped_within_4h", EXPECTED_INTERVAL),
+    ("order_facts", EXPECTED_MULTI),
+])
+def test_results_after_each_batch(builds: List[Build], model: str, expected: List[List[tuple]]) -> None:
+    got = [build.results[model] for build in builds]
+    assert got == [sorted(e, key=repr) for e in expected]
+
+
+def test_changelogs_are_append_only_and_tagged_with_their_run(builds: List[Build]) -> None:
+    for model in MODELS:
+        before: Counter = Counter()
+        for run_id, build in enumerate(builds, start=1):
+            now = Counter(build.changelogs[model])
+            assert not before - now, f"{model}: run {run_id} removed changelog rows"
+            assert {r[-1] for r in (now - before).elements()} <= {run_id}, model
+            before = now
+
+
+def test_stock_orders_changelog_of_the_cancellation_run(builds: List[Build]) -> None:
+    run2 = Counter((r[-2], r[:-2]) for r in builds[1].changelogs["stock_orders"] if r[-1] == 2)
+    assert run2 == Counter({
+        ("-D", ("north", 10, 5, 1, 2)): 2,  # order 1 cancelled, matched by both copies of the stock line
+        ("-D", ("south", 11, 2, 2, 1)): 1,  # order 2's quantity changed
+        ("+I", ("south", 11, 2, 2, 3)): 1,
+        ("+I", ("north", 10, 5, 4, 1)): 1,  # new order 4 meets the one copy left of the stock line
+        ("+I", ("north", 12, 7, 3, 5)): 1,  # new stock line for order 3
+    })
+
+
+def test_output_unique_key_turns_changes_into_updates(builds: List[Build]) -> None:
+    run2 = sorted((r[-2], r[0]) for r in builds[1].changelogs["orders_prices_left"] if r[-1] == 2)
+    assert run2 == [("+I", 4), ("+U", 2), ("-D", 1), ("-U", 2)]
+
+
+HAND_WRITTEN = {  # the SQL each macro-written model would be by hand
+    "students_scores": """
+        select st.student_id, st.name, sc.course, sc.score
+        from school.students st left join school.scores sc on st.student_id = sc.student_id""",
+    "orders_shipped_within_4h": """
+        select o.order_id, o.placed_at, s.shipment_id, s.shipped_at
+        from shop.order_placements o join shop.shipments s
+          on o.order_id = s.order_id and s.shipped_at between o.placed_at and o.placed_at + interval 4 hours""",
+    "order_facts": """
+        select o.order_id, o.qty, p.payment_id, p.amount_cents, s.shipment_id
+        from shop.orders o join shop.payments p on o.order_id = p.order_id
+        left join shop.shipments s on s.order_id = o.order_id""",
+}
+
+
+@pytest.mark.parametrize("model", sorted(HAND_WRITTEN))
+def test_macro_written_models_compile_to_the_plan_of_their_sql(builds: List[Build], model: str) -> None:
+    from streamjoin.api import compile_model
+
+    local_dir = builds[0].local_dir
+    compiled = (local_dir / "target" / "compiled" / "streamjoin_example" / "models" / f"{model}.sql").read_text()
+    inputs = {}
+    for name, spec in load_batch.inputs().items():
+        inputs[name] = {"relation": f"{spec['source']}.{name}",
+                        "location": str(local_dir / "state" / "sources" / spec["source"] / name),
+                        "columns": [{"name": c, "type": t} for c, t in spec["types"].items()],
+                        **spec["declaration"]}
+    config = {"join_strategy": "multi"} if model == "order_facts" else {}
+    from_macro = compile_model(name=model, sql=compiled, inputs=inputs, config=config)
+    by_hand = compile_model(name=model, sql=HAND_WRITTEN[model], inputs=inputs, config=config)
+    assert from_macro.root == by_hand.root
+    assert from_macro.outputs == by_hand.outputs

@@ -1,0 +1,165 @@
+"""Failing streaming_join models: each gives one dbt error naming the model, and writes nothing.
+
+A small project in a temporary folder (its inputs are Delta tables the test writes) is run
+twice. The first `dbt run` builds the two models that will fail later and rejects the ones
+that never compile; between the runs one input's schema changes and another input receives a
+row that makes the model's SELECT raise mid-run (Spark's `raise_error`); the second run must reject
+both while leaving every Delta table of those models at the version it had.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from dbt_process import REPO, Invocation, dbt, rows, versions
+
+pytestmark = pytest.mark.slow
+
+PACKAGES = REPO / "plugin" / "dbt" / "include" / "streamjoin" / "packages"
+
+PROJECT_YML = f"""
+name: streamjoin_failures
+version: "1.0"
+config-version: 2
+profile: streamjoin_failures
+packages-install-path: "{PACKAGES}"
+models:
+  streamjoin_failures:
+    +materialized: streaming_join
+"""
+PROFILES_YML = """
+streamjoin_failures:
+  target: local
+  outputs:
+    local:
+      type: streamjoin
+      local_dir: "{{ env_var('STREAMJOIN_LOCAL_DIR') }}"
+"""
+SOURCES_YML = """
+version: 2
+sources:
+  - name: src
+    schema: src
+    tables:
+      - name: left_in
+        meta: {streamjoin: {location: "inputs/left_in", unique_key: [k]}}
+      - name: right_in
+        meta: {streamjoin: {location: "inputs/right_in"}}
+        columns:
+          - {name: k, data_type: bigint}
+          - {name: w, data_type: bigint}
+      - name: events
+        meta: {streamjoin: {location: "inputs/events", changelog_format: append}}
+"""
+MODELS = {
+    "unsupported_sql": "select l.k, count(*) as n from {{ source('src', 'left_in') }} l "
+                       "join {{ source('src', 'right_in') }} r on l.k = r.k group by l.k",
+    "bad_config": "{{ config(join_stratgy='multi') }}\n"
+                  "select l.k, r.w from {{ source('src', 'left_in') }} l join {{ source('src', 'right_in') }} r on l.k = r.k",
+    "drifting_input": "select l.k, l.v, r.w from {{ source('src', 'left_in') }} l "
+                      "join {{ source('src', 'right_in') }} r on l.k = r.k",
+    "fails_midway": "select l.k, case when l.v = e.v then raise_error('ratio undefined: v equals e.v') "
+                    "else 100 div (l.v - e.v) end as ratio from {{ source('src', 'left_in') }} l "
+                    "join {{ source('src', 'events') }} e on l.k = e.k",
+}
+LATE_MODELS = ("drifting_input", "fails_midway")
+
+
+def _changelog(**columns: list) -> pa.Table:
+    kinds = ["+I"] * len(next(iter(columns.values())))
+    return pa.table({**{n: pa.array(v, pa.int64()) for n, v in columns.items()}, "_row_kind": kinds})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    first: Invocation
+    second: Invocation
+    root: Path
+    before: Dict[str, Dict[str, Optional[int]]]
+    after: Dict[str, Dict[str, Optional[int]]]
+
+
+def _tables(root: Path, model: str) -> list[Path]:
+    home = root / "state" / "models" / model
+    return [home / "result", home / "changelog", home / "runs",
+            *sorted((home / "state").iterdir() if (home / "state").is_dir() else [])]
+
+
+@pytest.fixture(scope="module")
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    project = tmp_path_factory.mktemp("failures")
+    (project / "models").mkdir()
+    (project / "dbt_project.yml").write_text(PROJECT_YML)
+    (project / "profiles.yml").write_text(PROFILES_YML)
+    (project / "models" / "sources.yml").write_text(SOURCES_YML)
+    for name, sql in MODELS.items():
+        (project / "models" / f"{name}.sql").write_text(sql)
+    inputs = project / "inputs"
+    write_deltalake(str(inputs / "left_in"), _changelog(k=[1, 2], v=[10, 20]))
+    write_deltalake(str(inputs / "right_in"), _changelog(k=[1, 2], w=[5, 6]))
+    write_deltalake(str(inputs / "events"), pa.table({"k": pa.array([1], pa.int64()), "v": pa.array([7], pa.int64())}))
+    local_dir = project / ".streamjoin"
+    local_dir.mkdir()
+    first = dbt(["run"], project=project, local_dir=local_dir)
+
+    before = {m: versions(_tables(local_dir, m)) for m in LATE_MODELS}
+    # right_in's `w` becomes a string; an event with v = 20 makes fails_midway's SELECT raise an error.
+    changed = pa.table({"k": pa.array([3], pa.int64()), "w": ["x"], "_row_kind": ["+I"]})
+    write_deltalake(str(inputs / "right_in"), changed, mode="overwrite", schema_mode="overwrite")
+    write_deltalake(str(inputs / "events"), pa.table({"k": pa.array([2], pa.int64()), "v": pa.array([20], pa.int64())}),
+                    mode="append")
+    second = dbt(["run", "--select", *LATE_MODELS], project=project, local_dir=local_dir)
+    after = {m: versions(_tables(local_dir, m)) for m in LATE_MODELS}
+    return Outcome(first, second, local_dir, before, after)
+
+
+def _message(invocation: Invocation, model: str) -> str:
+    result = invocation.results[model]
+    assert result["status"] == "error", invocation.output[-4000:]
+    return result["message"]
+
+
+def test_first_run_builds_the_valid_models(outcome: Outcome) -> None:
+    assert outcome.first.statuses() == {"unsupported_sql": "error", "bad_config": "error",
+                                        "drifting_input": "success", "fails_midway": "success"}, outcome.first.output
+    assert rows(outcome.root / "state" / "models" / "drifting_input" / "result") == [(1, 10, 5), (2, 20, 6)]
+
+
+def test_unsupported_sql_is_one_error_naming_model_and_construct(outcome: Outcome) -> None:
+    message = _message(outcome.first, "unsupported_sql")
+    assert "streamjoin model model.streamjoin_failures.unsupported_sql failed: CompileError" in message
+    assert "GROUP BY is not supported" in message
+    assert "Traceback" not in message
+
+
+def test_bad_config_names_the_model_and_the_key(outcome: Outcome) -> None:
+    message = _message(outcome.first, "bad_config")
+    assert "model 'bad_config'" in message and "unknown config key 'join_stratgy'" in message
+
+
+def test_models_that_failed_to_compile_wrote_nothing(outcome: Outcome) -> None:
+    for model in ("unsupported_sql", "bad_config"):
+        assert not (outcome.root / "state" / "models" / model).exists()
+
+
+def test_changed_input_schema_fails_naming_model_and_input(outcome: Outcome) -> None:
+    message = _message(outcome.second, "drifting_input")
+    assert "model 'drifting_input', input 'right_in'" in message
+    assert "column 'w' is string, declared int64" in message or "column 'w'" in message
+
+
+def test_failure_in_the_middle_of_a_run_names_the_model(outcome: Outcome) -> None:
+    message = _message(outcome.second, "fails_midway")
+    assert "model.streamjoin_failures.fails_midway" in message
+    assert "ratio undefined: v equals e.v" in message
+
+
+def test_failed_runs_commit_nothing(outcome: Outcome) -> None:
+    for model in LATE_MODELS:
+        assert all(v is not None for v in outcome.before[model].values()), model
+        assert outcome.after[model] == outcome.before[model], model
