@@ -76,9 +76,15 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
     spark, config = executor.spark, executor.plan.config
     types = key_types(executor, node)
     sides = [input_side(executor, node, i, types) for i in range(len(node.inputs))]
-    # A view of one input through the binary join's state handling (merge, checks, old/new rows).
-    views = [RegularJoin(join_type=JoinType.INNER, left=s, right=s, residual=None, buckets=config.state_buckets,
-                         policy=config.on_missing_retraction, model=executor.plan.model) for s in sides]
+    ttl_ms = None if config.state_ttl is None else int(config.state_ttl.total_seconds() * 1000)
+
+    def binary(left: JoinSide, right: JoinSide) -> RegularJoin:
+        """Inputs seen through the binary join's state handling (merge, checks, old/new rows, appends)."""
+        return RegularJoin(join_type=JoinType.INNER, left=left, right=right, residual=None,
+                           buckets=config.state_buckets, policy=config.on_missing_retraction,
+                           model=executor.plan.model, now_ms=executor.now_ms, ttl_ms=ttl_ms)
+
+    views = [binary(s, s) for s in sides]
     states = [executor.state_table(f"{node.id}_{i}", s) for i, s in enumerate(sides)]
     keyed = [s.with_keys(executor.delta(scan)) for s, scan in zip(sides, node.inputs)]
     null_first = keyed[0].where(sides[0].null_key())
@@ -99,9 +105,7 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
               for v, k, st in zip(views, keyed, states)]
     for i in range(0, len(sides), 2):  # one Spark job checks two inputs
         j = min(i + 1, len(sides) - 1)
-        pair = RegularJoin(join_type=JoinType.INNER, left=sides[i], right=sides[j], residual=None,
-                           buckets=config.state_buckets, policy=config.on_missing_retraction, model=executor.plan.model)
-        pair.check({Side.LEFT: merged[i], Side.RIGHT: merged[j] if j > i else merged[j].limit(0)})
+        binary(sides[i], sides[j]).check({Side.LEFT: merged[i], Side.RIGHT: merged[j] if j > i else merged[j].limit(0)})
 
     frames = []
     for i, (view, side, m) in enumerate(zip(views, sides, merged)):
@@ -111,7 +115,5 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
         frames.append(reduce(DataFrame.unionByName, [
             rows.select(*[col(c) for c in side.columns], col(WEIGHT).alias(f"{WEIGHT}{i}"),
                         F.lit(v).alias(f"{VERSION}{i}")) for rows, v in tagged]))
-        appends = view.effective_delta(Side.LEFT, m)
-        executor.stage_state(states[i], appends.select(*[col(c) for c in side.columns], col(WEIGHT),
-                                                       side.bucket(config.state_buckets).alias(BUCKET)))
+        executor.stage_state(states[i], view.state_changes(Side.LEFT, m, None))
     return executor.persist(consolidate(nway(node, frames), list(node.output_columns)))
