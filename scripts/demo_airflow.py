@@ -83,12 +83,12 @@ def main() -> int:
 
     db.initdb()
     print(f"Airflow metadata database ready in {time.time() - started:.0f}s ({os.environ['AIRFLOW_HOME']})")
-    from streamjoin_airflow import DbtProject, dbt
+    from streamjoin_airflow import DbtProject, invocation
 
     started = time.time()
     project = DbtProject(PROJECT, state_root=str(local_dir / "state"), target_path=local_dir / "target",
                          env={"STREAMJOIN_LOCAL_DIR": str(local_dir)})
-    dbt.parse(project)
+    invocation.parse(project)
     module = load_dag_module()  # the DAG file builds its plan from the manifest just written
     assert module.project == project, f"the DAG file's project differs: {module.project}"
     dag = module.streamjoin_example

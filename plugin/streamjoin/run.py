@@ -127,6 +127,7 @@ class Run:
         self.persisted: list[DataFrame] = []
 
     def persist(self, df: DataFrame) -> DataFrame:
+        """Keep an intermediate result for reuse within the run; released when the run ends."""
         df = df.persist()
         self.persisted.append(df)
         return df

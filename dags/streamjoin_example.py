@@ -1,0 +1,27 @@
+"""The example project's DAGs: its streaming joins every 15 minutes, and a manual full refresh.
+
+Glue only (see streamjoin_airflow). The project's state is where its profile puts it:
+$STREAMJOIN_LOCAL_DIR (default <repo>/.streamjoin); dbt's manifest is read from
+<local_dir>/target/manifest.json, written by `dbt parse --target-path <local_dir>/target`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+from streamjoin_airflow import DbtProject, load_plan
+from streamjoin_airflow.dag import full_refresh_dag, incremental_dag
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+LOCAL_DIR = Path(os.environ.get("STREAMJOIN_LOCAL_DIR", PROJECT_DIR / ".streamjoin")).resolve()
+START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+project = DbtProject(PROJECT_DIR, state_root=str(LOCAL_DIR / "state"), target_path=LOCAL_DIR / "target",
+                     env={"STREAMJOIN_LOCAL_DIR": str(LOCAL_DIR)})
+plan = load_plan(project)
+
+streamjoin_example = incremental_dag(plan, project, dag_id="streamjoin_example", schedule=dt.timedelta(minutes=15),
+                                     start_date=START, tags=["streamjoin"])
+streamjoin_example_full_refresh = full_refresh_dag(plan, project, dag_id="streamjoin_example_full_refresh",
+                                                   guards="streamjoin_example", start_date=START, tags=["streamjoin"])
