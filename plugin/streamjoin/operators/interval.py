@@ -161,48 +161,31 @@ class IntervalState:
 
 @dataclass(frozen=True)
 class _Names:
-    """The helper columns one side's rows carry inside the operator."""
+    """The helper columns one side's rows carry inside the operator (`_l_time`, `_r_w`, ...)."""
 
-    side: JoinSide
+    time: str
+    run: str
+    w: str
+    deg: str
+    inc: str
+    identity: tuple[str, ...]  # what tells two stored rows apart: their values and arrival run
 
-    def _n(self, what: str) -> str:
-        return f"_{self.side.side.value[0]}_{what}"
-
-    @property
-    def time(self) -> str:
-        return self._n("time")
-
-    @property
-    def run(self) -> str:
-        return self._n("run")
-
-    @property
-    def w(self) -> str:
-        return self._n("w")
-
-    @property
-    def deg(self) -> str:
-        return self._n("deg")
-
-    @property
-    def inc(self) -> str:
-        return self._n("inc")
-
-    @property
-    def identity(self) -> list[str]:
-        return self.side.columns + [self.run]
+    @classmethod
+    def of(cls, side: JoinSide) -> "_Names":
+        p = f"_{side.side.value[0]}_"
+        return cls(p + "time", p + "run", p + "w", p + "deg", p + "inc", (*side.columns, p + "run"))
 
 
 class IntervalJoin:
     """One run of an interval join node."""
 
     def __init__(self, executor: Executor, node: Join) -> None:
-        self.x = executor
+        self.executor = executor
         self.node = node
         self.bound: TimeBound = node.time_bound  # type: ignore[assignment]
         key_types = executor.key_types(node)
         self.sides = {s: executor.side_of(node, s, key_types) for s in Side}
-        self.names = {s: _Names(self.sides[s]) for s in Side}
+        self.names = {s: _Names.of(self.sides[s]) for s in Side}
         self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
         self.time_column = {Side.LEFT: self.bound.left_time, Side.RIGHT: self.bound.right_time}
         self.specs = {s: executor.plan.inputs[self.scans[s].input] for s in Side}
@@ -213,7 +196,7 @@ class IntervalJoin:
     def changes(self, s: Side) -> DataFrame:
         """This run's rows of a side: internal columns, row kind, and whether they pass the scan's filters."""
         scan, spec = self.scans[s], self.specs[s]
-        raw = self.x.changes[scan.input]
+        raw = self.executor.changes[scan.input]
         renamed = raw.select(*[col(name).alias(internal) for name, internal in scan.columns],
                              col(spec.op_column).alias("_kind"))
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
@@ -255,10 +238,7 @@ class IntervalJoin:
                    alive_from: int | None) -> DataFrame:
         """Consolidated stored rows of the slices in `ranges` that were alive when the run began."""
         side, n = self.sides[s], self.names[s]
-        if not ranges:
-            stored = self.x.spark.createDataFrame([], state.stored_schema)
-        else:
-            stored = state.read(self.x.spark, ranges)
+        stored = state.read(self.executor.spark, ranges)
         degree = [F.sum(DEGREE).cast("long").alias(n.deg)] if side.tracks_degree else []
         rows = (stored.groupBy(*[col(c) for c in side.columns], col(RUN).alias(n.run))
                 .agg(F.sum(WEIGHT).cast("long").alias(n.w), *degree).where(col(n.w) != 0))
@@ -295,8 +275,7 @@ class IntervalJoin:
         return reduce(lambda a, b: a & b, conds)
 
     def pair_columns(self, s: Side) -> list[str]:
-        n = self.names[s]
-        return n.identity + [n.w]
+        return [*self.names[s].identity, self.names[s].w]
 
     def pairs(self, new: dict[Side, DataFrame], state: dict[Side, DataFrame]) -> DataFrame:
         """ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR: each side's columns, run and weight."""
@@ -331,7 +310,7 @@ class IntervalJoin:
         return rows.select(*out, col(weight).alias(WEIGHT))
 
     def run(self) -> DataFrame:
-        x, persist = self.x, self.x.persist
+        x, persist = self.executor, self.executor.persist
         changes = {s: persist(self.changes(s)) for s in Side}
         stats = self.statistics(changes)
         for s in Side:
@@ -339,14 +318,14 @@ class IntervalJoin:
                 self.reject_retractions(s, changes[s], stats[s]["retractions"])
         paths = {s: x.tables.state(f"{self.node.id}_{s.value}") for s in Side}
         old = Clock.load(paths[Side.LEFT], x.versions.get(paths[Side.LEFT]), self.default_slice())
-        new_clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
-                                {s.value: _us(self.specs[s].watermark_delay) for s in Side}, self.bound, self.lateness_us)
+        clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
+                            {s.value: _us(self.specs[s].watermark_delay) for s in Side}, self.bound, self.lateness_us)
         tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,
                                    x.versions.get(paths[s]), old.slice_us) for s in Side}
         arrived = {s: persist(self.new_rows(s, changes[s])) for s in Side}
         new = {s: arrived[s].where(~self.never_matching(s)).withColumn(self.names[s].run, F.lit(x.run_id).cast("long"))
                for s in Side}
-        state = {s: persist(self.state_rows(s, tables[s], self.read_ranges(s, stats, old, new_clock),
+        state = {s: persist(self.state_rows(s, tables[s], self.read_ranges(s, stats, old, clock),
                                             old.alive_from[s.value])) for s in Side}
         pairs = persist(self.pairs(new, state))
         l, r = self.names[Side.LEFT], self.names[Side.RIGHT]
@@ -354,33 +333,42 @@ class IntervalJoin:
                                 (col(l.w) * col(r.w)).alias(WEIGHT))]
         padded, expired = [], []
         for s in Side:
-            n, side, alive_from = self.names[s], self.sides[s], new_clock.alive_from[s.value]
-            alive = F.lit(True) if alive_from is None else col(n.time) >= F.lit(alive_from)
-            expired.append(state[s].where(~alive).agg(F.sum(n.w).alias("n")))
-            slice_ = tables[s].slice_of(col(n.time)).alias(SLICE)
-            data = [col(c) for c in side.columns]
-            if side.tracks_degree:
-                rows = persist(self.degrees(s, new[s], state[s], pairs))
-                padded.append(self.padded(s, rows.where(~alive & (col(n.deg) + col(n.inc) == 0)), n.w))
-                padded.append(self.padded(s, arrived[s].where(self.never_matching(s)), n.w))
-                arriving = col(n.run) == F.lit(x.run_id)  # stored rows only gain degree fragments
-                appends = rows.where(alive & (arriving | (col(n.inc) != 0))).select(
-                    *data, col(n.run).alias(RUN), F.when(arriving, col(n.w)).otherwise(0).cast("long").alias(WEIGHT),
-                    col(n.inc).alias(DEGREE), slice_)
-            else:
-                appends = new[s].where(alive).select(*data, col(n.run).alias(RUN), col(n.w).alias(WEIGHT), slice_)
+            alive_from = clock.alive_from[s.value]
+            alive = F.lit(True) if alive_from is None else col(self.names[s].time) >= F.lit(alive_from)
+            expired.append(state[s].where(~alive).agg(F.sum(self.names[s].w).alias("n")))
+            side_padded, appends = self.settle(s, alive, tables[s], arrived[s], new[s], state[s], pairs)
+            padded.extend(side_padded)
             actions = tables[s].stage(appends, alive_from, tag=f"r{x.run_id}")
-            x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,),
-                                        new_clock.metadata()))
-        outputs.extend(padded)
-        output = persist(consolidate(reduce(DataFrame.unionByName, outputs), list(self.node.output_columns)))
-        self.record(new_clock, expired, padded)
+            x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
+        output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
+        self.record(clock, expired, padded)
         return output
+
+    def settle(self, s: Side, alive: SparkColumn, table: IntervalState, arrived: DataFrame, new: DataFrame,
+               state: DataFrame, pairs: DataFrame) -> tuple[list[DataFrame], DataFrame]:
+        """A side's null-padded output rows and its state appends, once this run's pairs are known.
+
+        `alive` tells rows that stay in state. On a preserved side, a row that does not stay
+        and never matched is padded; stored rows that matched gain degree fragments.
+        """
+        n, side, x = self.names[s], self.sides[s], self.executor
+        slice_ = table.slice_of(col(n.time)).alias(SLICE)
+        data = [col(c) for c in side.columns]
+        if not side.tracks_degree:
+            return [], new.where(alive).select(*data, col(n.run).alias(RUN), col(n.w).alias(WEIGHT), slice_)
+        rows = x.persist(self.degrees(s, new, state, pairs))
+        padded = [self.padded(s, rows.where(~alive & (col(n.deg) + col(n.inc) == 0)), n.w),
+                  self.padded(s, arrived.where(self.never_matching(s)), n.w)]
+        arriving = col(n.run) == F.lit(x.run_id)
+        appends = rows.where(alive & (arriving | (col(n.inc) != 0))).select(
+            *data, col(n.run).alias(RUN), F.when(arriving, col(n.w)).otherwise(0).cast("long").alias(WEIGHT),
+            col(n.inc).alias(DEGREE), slice_)
+        return padded, appends
 
     def default_slice(self) -> int:
         """The slice width of new state: about the time a row stays in state, at least a minute."""
         window = max(self.bound.upper - self.bound.lower, timedelta(0))
-        horizon = window + max(spec.watermark_delay for spec in self.specs.values()) + self.x.plan.config.allowed_lateness
+        horizon = window + max(spec.watermark_delay for spec in self.specs.values()) + self.executor.plan.config.allowed_lateness
         return _us(max(horizon, MIN_SLICE))
 
     def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame]) -> None:
@@ -392,7 +380,7 @@ class IntervalJoin:
         totals: dict[str, int] = {"expired": 0, "padded": 0}
         for row in reduce(DataFrame.unionByName, counts).collect():
             totals[row["what"]] += row["n"]
-        self.x.metrics[self.node.id] = {
+        self.executor.metrics[self.node.id] = {
             "operator": "interval join", "watermark": as_text(clock.watermark),
             "rows_expired": totals["expired"], "rows_padded": totals["padded"],
             "alive_from": {s: as_text(t) for s, t in clock.alive_from.items()},
