@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from .errors import CompileError
-from .interval import extract_time_bound
+from .interval import conjuncts, extract_time_bound
 from .multiway import choose_strategy
 from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, internal_name
 from .spec import InputSpec, ModelConfig
@@ -101,7 +101,7 @@ class _Compiler:
         root, pending = self.build_from(tree, scope)
         where = tree.args.get("where")
         post_filters: list[exp.Expression] = []
-        for conjunct in _conjuncts(where.this) if where else []:
+        for conjunct in conjuncts(where.this) if where else []:
             if self.is_subquery_predicate(conjunct):
                 root = self.add_subquery_join(root, conjunct, scope)
             elif conjunct.find(exp.Exists) or any(i.args.get("query") for i in conjunct.find_all(exp.In)):
@@ -198,15 +198,15 @@ class _Compiler:
             else:
                 raise self.fail(f"{kind} JOIN is not supported", join)
             right = self.bind(join.this, scope)
-            conjuncts: list[exp.Expression] = []
+            on_parts: list[exp.Expression] = []
             if join.args.get("using"):
                 for ident in join.args["using"]:
-                    conjuncts.append(exp.EQ(this=self.using_column(ident.name, node, scope, join), expression=exp.column(ident.name, right.alias)))
+                    on_parts.append(exp.EQ(this=self.using_column(ident.name, node, scope, join), expression=exp.column(ident.name, right.alias)))
             if join.args.get("on"):
-                conjuncts.extend(_conjuncts(join.args["on"]))
-            if not conjuncts:
+                on_parts.extend(conjuncts(join.args["on"]))
+            if not on_parts:
                 raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: a streaming join needs an equi-condition", join)
-            node = self.join_with(node, right, join_type, conjuncts, scope, join)
+            node = self.join_with(node, right, join_type, on_parts, scope, join)
         return node, pending
 
     def using_column(self, name: str, left: Node, scope: _Scope, where: exp.Expression) -> exp.Column:
@@ -216,7 +216,7 @@ class _Compiler:
             raise self.fail(f"USING ({name}) is ambiguous or unknown on the left side", where)
         return exp.column(name, owners[0].alias)
 
-    def join_with(self, left: Node, right: Node, join_type: JoinType, conjuncts: list[exp.Expression],
+    def join_with(self, left: Node, right: Node, join_type: JoinType, parts: list[exp.Expression],
                   scope: _Scope, where: exp.Expression, *, null_aware: bool = False) -> Join:
         """Split ON conjuncts into equi-keys, pushed-down filters and the residual."""
         keys: list[EquiKey] = []
@@ -224,7 +224,7 @@ class _Compiler:
         left_aliases = {a.lower() for a in left.aliases}
         right_aliases = {a.lower() for a in right.aliases}
         pushed: dict[str, list[exp.Expression]] = {}
-        for c in conjuncts:
+        for c in parts:
             refs = self.refs(c, scope)
             key = self.equi_key(c, left_aliases, right_aliases, scope)
             if key is not None:
@@ -321,10 +321,10 @@ class _Compiler:
             return self.can_push(child, alias)
         return False
 
-    def place_predicates(self, root: Node, conjuncts: list[exp.Expression], scope: _Scope) -> tuple[Node, list[exp.Expression]]:
+    def place_predicates(self, root: Node, parts: list[exp.Expression], scope: _Scope) -> tuple[Node, list[exp.Expression]]:
         """WHERE conjuncts become join keys of comma joins, pushed filters, or post-join filters."""
         leftover: list[exp.Expression] = []
-        for c in conjuncts:
+        for c in parts:
             refs = self.refs(c, scope)
             if len(refs) == 1 and self.can_push(root, next(iter(refs))):
                 root = self.push_into(root, c, scope)
@@ -390,9 +390,9 @@ class _Compiler:
         from_ = sub.args.get("from_") or sub.args.get("from")
         right = self.bind(from_.this, sub_scope)
         right_aliases = {right.alias.lower()}
-        conjuncts = _conjuncts(sub.args["where"].this) if sub.args.get("where") else []
-        correlated = [x for x in conjuncts if self.refs(x, sub_scope) - right_aliases]
-        local = [x for x in conjuncts if not (self.refs(x, sub_scope) - right_aliases)]
+        where_parts = conjuncts(sub.args["where"].this) if sub.args.get("where") else []
+        correlated = [x for x in where_parts if self.refs(x, sub_scope) - right_aliases]
+        local = [x for x in where_parts if not (self.refs(x, sub_scope) - right_aliases)]
         if local:
             right = Scan(right.input, right.alias, right.columns,
                          right.filters + tuple(self.render(x, sub_scope) for x in local))
@@ -469,14 +469,6 @@ def _visible_aliases(node: Node) -> set[str]:
         left = _visible_aliases(node.left)
         return left if not node.join_type.emits_pairs else left | _visible_aliases(node.right)
     return {s.alias for s in node.inputs}
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    while isinstance(e, exp.Paren):
-        e = e.this
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
 
 
 def _and(parts: Iterable[exp.Expression]) -> exp.Expression:

@@ -98,11 +98,12 @@ def _linear(e: exp.Expression) -> tuple[dict[str, int], timedelta]:
     raise _NotLinear(e.sql("spark"))
 
 
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+def conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    """The AND-ed parts of a condition (parentheses dropped)."""
     while isinstance(e, exp.Paren):
         e = e.this
     if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
+        return conjuncts(e.this) + conjuncts(e.expression)
     return [e]
 
 
@@ -155,7 +156,7 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
     upper: timedelta | None = None
     lower_strict = upper_strict = False
     rest: list[exp.Expression] = []
-    for c in _conjuncts(sqlglot.parse_one(root.residual, read="spark")):
+    for c in conjuncts(sqlglot.parse_one(root.residual, read="spark")):
         bounds = time_bounds(c, lt, rt)
         if bounds is None:
             rest.append(c)
