@@ -32,7 +32,7 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 	touch $(FLINK_STAMP)
 
 # Spark runs of small tests are latency-bound, so three test processes share the two cores.
-test: setup flink-setup
+test: setup flink-setup $(BENCH_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile tests
 
 conformance: setup
