@@ -66,7 +66,7 @@ class JoinSide:
         return [f"_{self.side.value[0]}k{i}" for i in range(len(self.key_exprs))]
 
     def with_keys(self, df: DataFrame) -> DataFrame:
-        keys = [F.expr(e).cast(t).alias(k) for e, t, k in zip(self.key_exprs, self.key_types, self.key_columns)]
+        keys = [F.expr(e).alias(k) for e, k in zip(self.bucket_key_exprs, self.key_columns)]
         return df.select("*", *keys)
 
     def null_key(self) -> SparkColumn:
@@ -81,7 +81,7 @@ class JoinSide:
 
     @property
     def bucket_key_exprs(self) -> tuple[str, ...]:
-        """Spark SQL for the typed key columns, as hashed into buckets."""
+        """Spark SQL for the typed key columns (what `with_keys` adds and buckets hash)."""
         return tuple(f"CAST(({e}) AS {t})" for e, t in zip(self.key_exprs, self.key_types))
 
     def bucket(self, buckets: int) -> SparkColumn:
