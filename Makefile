@@ -33,7 +33,7 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 
 # Spark runs of small tests are latency-bound, so three test processes share the two cores.
 test: setup flink-setup $(BENCH_STAMP)
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile tests
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --durations=40 tests
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json

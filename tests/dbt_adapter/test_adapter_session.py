@@ -19,7 +19,7 @@ def test_embedded_defaults() -> None:
     conf = plan_with().conf
     assert conf["spark.master"] == "local[*]"
     assert conf["spark.ui.enabled"] == "false"
-    assert conf["spark.sql.shuffle.partitions"] == "4"
+    assert conf["spark.sql.shuffle.partitions"] == "2"
     assert conf["spark.sql.catalogImplementation"] == "hive"
     assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
         "jdbc:derby:;databaseName=/p/.streamjoin/metastore_db;create=true"

@@ -27,8 +27,6 @@ logger = AdapterLogger("Streamjoin")
 
 #: Master used when the profile's ``server_side_parameters`` name none.
 DEFAULT_MASTER = "local[*]"
-#: Shuffle partitions for a local master: small data, few cores.
-LOCAL_SHUFFLE_PARTITIONS = "4"
 
 
 def _derby_url(metastore_dir: Path) -> str:
@@ -70,9 +68,12 @@ class SessionPlan:
         >>> plan = SessionPlan.embedded(local_dir=Path("/p/.streamjoin"),
         ...     state_root="/p/.streamjoin/state", server_side_parameters={})
         >>> plan.conf["spark.sql.warehouse.dir"], plan.conf["spark.sql.shuffle.partitions"]
-        ('/p/.streamjoin/warehouse', '4')
+        ('/p/.streamjoin/warehouse', '2')
         """
+        from streamjoin.session import DEFAULTS, LOCAL_DEFAULTS
+
         defaults = {
+            **DEFAULTS,
             "spark.master": DEFAULT_MASTER,
             "spark.app.name": app_name,
             "spark.ui.enabled": "false",
@@ -85,7 +86,7 @@ class SessionPlan:
         }
         conf = {**defaults, **server_side_parameters}
         if conf["spark.master"].startswith("local"):
-            conf.setdefault("spark.sql.shuffle.partitions", LOCAL_SHUFFLE_PARTITIONS)
+            conf = {**LOCAL_DEFAULTS, **conf}
         return cls(
             conf=MappingProxyType(conf),
             local_dir=local_dir,
