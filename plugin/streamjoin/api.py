@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from urllib.parse import quote
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -33,17 +34,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 from sqlglot import exp
 
-from . import delta_log
+from . import delta_log, formats
 from .compiler import compile_sql
 from .errors import ConfigError, InputError
 from .plan import JoinPlan
 from .run import RunReport, app_id, run_once
 from .session import apply_runtime_defaults
-from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
+from .spec import DEFAULT_OP_COLUMNS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .tables import ModelTables
 
-#: Changelog formats users ask for that streamjoin does not read yet.
-PLANNED_FORMATS = ("cdf", "debezium", "upsert")
 #: Columns of a streaming_join model's changelog that are bookkeeping, not data.
 CHANGELOG_META_COLUMNS = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
 #: Declaration keys that describe where an input comes from rather than what it holds.
@@ -79,8 +78,6 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
         shutil.rmtree(tables.home, ignore_errors=True)
         if relation:
             _drop_views(spark, relation)
-    else:
-        _check_inputs_not_rebuilt(plan, tables)
     apply_runtime_defaults(spark)
     report = run_once(spark, plan, tables)
     if relation:
@@ -113,38 +110,45 @@ def input_spec(model: str, name: str, raw: Mapping[str, Any]) -> InputSpec:
     where = f"input '{name}'"
     problems: list[str] = []
     fmt = decl.get("changelog_format", "changelog")
-    if fmt in PLANNED_FORMATS:
-        problems.append(f"{where}: changelog_format '{fmt}' is not supported yet; declare 'changelog' "
-                        f"(rows carry a row kind column) or 'append' (insert-only events)")
-    if fmt == "append" and decl.get("op_column"):
-        problems.append(f"{where}: op_column '{decl['op_column']}' contradicts changelog_format 'append' "
-                        "(insert-only rows carry no row kind); remove one of them")
     location = decl.get("location")
     if not location:
         problems.append(f"{where}: declare its location (the path of its Delta changelog table)")
-    op_column = decl.get("op_column") or ROW_KIND_COLUMN
+    op_column = decl.get("op_column") or DEFAULT_OP_COLUMNS.get(fmt)
     table_schema = _delta_schema(location) if location else None
     declared = [c if isinstance(c, Mapping) else {"name": c[0], "type": c[1]} for c in decl.get("columns") or []]
-    bookkeeping = {op_column.lower()} if fmt == "changelog" else set()
-    if raw.get("kind") == "streaming_join":
-        bookkeeping |= set(CHANGELOG_META_COLUMNS)
     if table_schema is None and (not declared or any(not _declared_type(c) for c in declared)):
         problems.append(f"{where}: no Delta table at {location!r} to read column types from; load the "
                         "input first or declare every column with a data_type")
     elif table_schema is not None:
-        if not declared:
-            declared = [{"name": f.name} for f in table_schema if f.name.lower() not in bookkeeping]
-        declared = [{"name": c["name"], "type": _declared_type(c) or _spark_type(table_schema, c["name"], where, problems)}
-                    for c in declared]
-        if fmt == "changelog" and op_column.lower() not in {n.lower() for n in table_schema.names}:
+        if fmt == "debezium":
+            table_schema = _debezium_payload(table_schema, op_column, where, problems)
+        elif fmt in ("changelog",) and op_column.lower() not in {n.lower() for n in table_schema.names}:
             problems.append(f"{where}: changelog_format 'changelog' needs the row kind column '{op_column}', which "
                             f"the Delta table at {location} lacks; set op_column, or changelog_format 'append' "
                             "for insert-only events")
+        if not declared:
+            bookkeeping = {c.lower() for c in (op_column if fmt == "changelog" else None, decl.get("delete_column")) if c}
+            if raw.get("kind") == "streaming_join":
+                bookkeeping |= set(CHANGELOG_META_COLUMNS)
+            declared = [{"name": f.name} for f in table_schema if f.name.lower() not in bookkeeping]
+        declared = [{"name": c["name"], "type": _declared_type(c) or _spark_type(table_schema, c["name"], where, problems)}
+                    for c in declared]
     if problems:
         raise ConfigError(problems, model=model)
     decl["columns"] = declared
-    decl["op_column"] = op_column
     return InputSpec.from_dict(name, decl, model=model)
+
+
+def _debezium_payload(schema: pa.Schema, op_column: str, where: str, problems: list[str]) -> pa.Schema:
+    """The row columns of a Debezium table: the fields of its `after` struct."""
+    names = {f.name.lower(): f for f in schema}
+    missing = [c for c in (*formats.DEBEZIUM_IMAGES, op_column) if c.lower() not in names]
+    after = names.get("after")
+    if missing or not pa.types.is_struct(after.type):
+        problems.append(f"{where}: changelog_format 'debezium' needs columns before and after (structs of the row's "
+                        f"columns) and '{op_column}'; its Delta table has {', '.join(schema.names)}")
+        return pa.schema([])
+    return pa.schema([after.type.field(i) for i in range(after.type.num_fields)])
 
 
 def _declared_type(column: Mapping[str, Any]) -> str | None:
@@ -196,20 +200,6 @@ def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     return tree.transform(swap).sql(dialect="spark")
 
 
-def _check_inputs_not_rebuilt(plan: JoinPlan, tables: ModelTables) -> None:
-    """An input whose changelog is older than the offsets this model consumed was rebuilt."""
-    manifest = _last_manifest(tables)
-    if manifest is None:
-        return
-    for name, spec in plan.inputs.items():
-        consumed = manifest.get("offsets", {}).get(name, {}).get("end")
-        current = delta_log.version(spec.location) if spec.location else None
-        if consumed is not None and current is not None and current < consumed:
-            raise InputError(f"its changelog at {spec.location} is at version {current}, older than version "
-                             f"{consumed} this model already consumed, so it was rebuilt; run this model with "
-                             "--full-refresh", model=plan.model, input_name=name)
-
-
 # -- publishing ---------------------------------------------------------------------------------
 
 
@@ -258,15 +248,13 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
 
 
 def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> str:
-    """SQL for an input's rows at a version of its changelog: the whole changelog consolidated."""
-    files = _files_select(tables, f"inputs/{spec.name}", spec.location, table_version, (), spec.column_names
-                          + ([spec.op_column] if spec.changelog_format == "changelog" else []))
-    cols = ", ".join(_q(c) for c in spec.column_names)
-    if spec.changelog_format == "append":
-        return files
-    weight = f"SUM(CASE WHEN {_q(spec.op_column)} IN ('+I', '+U') THEN 1 ELSE -1 END)"
-    return (f"SELECT {cols} FROM (SELECT {cols}, {weight} AS `__weight` FROM ({files}) GROUP BY {cols}) "
-            "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
+    """SQL for an input's rows at a version of its table, read as its format defines."""
+    files = formats.snapshot_files(spec, table_version)
+    if not files:
+        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {_q(c.name)}" for c in spec.columns)
+        return f"SELECT {typed} WHERE false"
+    folder = _link_snapshot(os.path.join(tables.home, "published", f"inputs/{spec.name}"), table_version, files)
+    return formats.snapshot_sql(spec, f"parquet.`{folder}`")
 
 
 def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
@@ -285,29 +273,34 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
     return tree.transform(swap).sql(dialect="spark")
 
 
-def _files_select(tables: ModelTables, label: str, path: str, table_version: int, hidden: Sequence[str],
-                  columns: Sequence[str] | None = None) -> str:
+def _files_select(tables: ModelTables, label: str, path: str, table_version: int, hidden: Sequence[str]) -> str:
     """A SELECT over one version's data files, via a folder of hard links to them."""
     schema = pa.schema(DeltaTable(path, version=table_version).schema().to_arrow())
-    names = [f.name for f in schema if f.name not in hidden and (columns is None or f.name in columns)]
+    names = [f.name for f in schema if f.name not in hidden]
     files = delta_log.data_files(path, table_version, partition_column="_bucket")
     if not files:
         typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {_q(n)}"
                           for n in names)
         return f"SELECT {typed} WHERE false"
-    folder = _link_snapshot(os.path.join(tables.home, "published", label), table_version, [f.uri for f in files])
+    folder = _link_snapshot(os.path.join(tables.home, "published", label), table_version, files)
     return f"SELECT {', '.join(_q(n) for n in names)} FROM parquet.`{folder}`"
 
 
-def _link_snapshot(base: str, table_version: int, uris: Sequence[str]) -> str:
-    """A folder of hard links to `uris` for one version (made once, atomically); older ones pruned."""
+def _link_snapshot(base: str, table_version: int, files: Sequence[delta_log.DataFile]) -> str:
+    """A folder of hard links to `files` for one version (made once, atomically); older ones pruned.
+
+    Links are numbered in the order of `files` and kept in Hive-style partition folders, so
+    Spark reads partition columns back."""
     folder = os.path.join(base, f"v{table_version:08d}")
     if not os.path.isdir(folder):
         staging = f"{folder}.tmp-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
-        for i, uri in enumerate(uris):
-            target = os.path.join(staging, f"f{i:06d}-{os.path.basename(uri)}")
+        for i, f in enumerate(files):
+            uri = f.uri
+            parts = [f"{quote(k)}={'__HIVE_DEFAULT_PARTITION__' if v is None else quote(v)}" for k, v in f.partition.items()]
+            os.makedirs(os.path.join(staging, *parts), exist_ok=True)
+            target = os.path.join(staging, *parts, f"f{i:06d}-{os.path.basename(uri)}")
             try:
                 os.link(uri, target)
             except OSError:

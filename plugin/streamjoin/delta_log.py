@@ -11,7 +11,8 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from functools import reduce
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -19,6 +20,7 @@ from deltalake import DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -62,11 +64,12 @@ def commit_info(path: str, table_version: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One live data file of a table version."""
+    """One data file of a table version (`version`: the commit that added or removed it, when known)."""
 
     uri: str
     partition: Mapping[str, str | None]
     num_records: int
+    version: int | None = None
 
 
 def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
@@ -91,10 +94,46 @@ def data_files(path: str, table_version: int | None, *, partitions: Iterable[int
 
 
 def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
-    """Read data files with Spark under a known schema (no inference, no partition discovery)."""
+    """Read data files with Spark under a known schema (no inference, no partition discovery).
+
+    Columns of `schema` that are partition columns of the files get each file's partition value."""
     if not files:
         return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(*[f.uri for f in files])
+    partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
+    if not partitioned:
+        return spark.read.schema(schema).parquet(*[f.uri for f in files])
+    groups: dict[tuple, list[str]] = {}
+    for d in files:
+        groups.setdefault(tuple(d.partition.get(f.name) for f in partitioned), []).append(d.uri)
+    names = {f.name for f in partitioned}
+    in_files = StructType([f for f in schema.fields if f.name not in names])
+    frames = []
+    for values, uris in groups.items():
+        by_name = {f.name: v for f, v in zip(partitioned, values)}
+        rows = spark.read.schema(in_files).parquet(*uris)
+        frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
+                                    else F.col(f"`{f.name}`") for f in schema.fields]))
+    return reduce(DataFrame.unionByName, frames)
+
+
+def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iterator[tuple[int, str, DataFile, bool]]:
+    """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log."""
+    root = local_path(DeltaTable(path).table_uri).rstrip("/")
+    for v in range(start_exclusive + 1, end + 1):
+        log = os.path.join(root, "_delta_log", f"{v:020d}.json")
+        if not os.path.exists(log):
+            raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
+                             input_name=what)
+        with open(log, encoding="utf-8") as fh:
+            for line in fh:
+                action = json.loads(line)
+                for kind in ("add", "remove", "cdc"):
+                    if kind in action:
+                        a = action[kind]
+                        rel = unquote(a["path"])
+                        yield v, kind, DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
+                                                partition=a.get("partitionValues") or {}, num_records=0,
+                                                version=v), bool(a.get("dataChange", True))
 
 
 def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:
@@ -105,26 +144,31 @@ def added_between(path: str, start_exclusive: int | None, end: int, *, what: str
     """
     if start_exclusive is None:
         return data_files(path, end)
-    if end <= start_exclusive:
-        return []
-    root = local_path(DeltaTable(path).table_uri).rstrip("/")
     out: list[DataFile] = []
-    for v in range(start_exclusive + 1, end + 1):
-        log = os.path.join(root, "_delta_log", f"{v:020d}.json")
-        if not os.path.exists(log):
-            raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
-                             input_name=what)
-        with open(log, encoding="utf-8") as fh:
-            for line in fh:
-                action = json.loads(line)
-                if "remove" in action and action["remove"].get("dataChange", True):
-                    raise InputError(f"version {v} of {path} removed data; a changelog input must be append-only "
-                                     "(run with --full-refresh to replay it)", input_name=what)
-                add = action.get("add")
-                if add and add.get("dataChange", True):
-                    rel = unquote(add["path"])
-                    out.append(DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
-                                        partition=add.get("partitionValues") or {}, num_records=0))
+    for v, kind, f, data_change in log_actions(path, start_exclusive, end, what=what):
+        if kind == "remove" and data_change:
+            raise InputError(f"version {v} of {path} removed data; a changelog input must be append-only "
+                             "(run with --full-refresh to replay it)", input_name=what)
+        if kind == "add" and data_change:
+            out.append(f)
+    return out
+
+
+def changed_between(path: str, start_exclusive: int, end: int, *, what: str) -> list[tuple[str, DataFile]]:
+    """The change data feed of versions (start, end]: per version its `cdc` files if it wrote any,
+    else its added files (inserts) and removed files (deletes), as Delta's protocol defines."""
+    per_version: dict[int, list[tuple[str, DataFile]]] = {}
+    for v, kind, f, data_change in log_actions(path, start_exclusive, end, what=what):
+        if data_change or kind == "cdc":
+            per_version.setdefault(v, []).append((kind, f))
+    out: list[tuple[str, DataFile]] = []
+    for v, entries in sorted(per_version.items()):
+        cdc = [e for e in entries if e[0] == "cdc"]
+        out.extend(cdc or entries)
+    for kind, f in out:
+        if kind == "remove" and not os.path.exists(f.uri):
+            raise InputError(f"{f.uri}, deleted from {path} in version {f.version}, was vacuumed before this model "
+                             "read it; run with --full-refresh", input_name=what)
     return out
 
 

@@ -9,6 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from .operators.regular import JoinSide, RegularJoin
+from .operators.upsert import UpsertKey, normalize
 from .plan import Join, JoinPlan, MultiJoin, Node, Scan
 from .state import StateLayout, StateTable
 from .tables import ModelTables
@@ -44,6 +45,7 @@ class Executor:
     persist: Callable[[DataFrame], DataFrame]
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
     staged: list[StagedWrite] = field(default_factory=list)
+    input_changes: dict[str, DataFrame] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
 
     def schema(self, node: Node) -> StructType:
@@ -76,12 +78,26 @@ class Executor:
         return run_multi_join(self, node)
 
     def scan(self, node: Scan) -> DataFrame:
-        spec = self.plan.inputs[node.input]
-        raw = self.changes[node.input]
-        renamed = raw.select(*[col(name).alias(internal) for name, internal in node.columns], col(spec.op_column))
+        changes = self.input_change(node.input)
+        renamed = changes.select(*[col(name).alias(internal) for name, internal in node.columns], col(WEIGHT))
         for f in node.filters:
             renamed = renamed.where(F.expr(f))
-        return from_changelog(renamed, list(node.output_columns), spec.op_column)
+        return renamed
+
+    def input_change(self, name: str) -> DataFrame:
+        """An input's change this run as weighted rows of its declared columns (computed once per input)."""
+        if name not in self.input_changes:
+            spec = self.plan.inputs[name]
+            raw = self.changes[name]
+            if spec.changelog_format == "upsert":
+                key = UpsertKey(spec, self.plan.config.state_buckets)
+                state = key.state(self.tables.state(f"{name}_upsert"), self.versions.get(self.tables.state(f"{name}_upsert")))
+                change, appends = normalize(self.spark, spec, raw, key, state, self.now_ms, self.persist)
+                self.stage_state(state, appends)
+            else:
+                change = from_changelog(raw, spec.column_names, spec.op_column)
+            self.input_changes[name] = change
+        return self.input_changes[name]
 
     def key_types(self, node: Join) -> tuple[str, ...]:
         """A common type per key position, so equal keys hash to the same bucket on both sides."""

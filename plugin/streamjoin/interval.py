@@ -174,6 +174,10 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
         if kind not in _TIMESTAMP_TYPES:
             raise fail(f"input '{spec.name}': event_time column '{spec.event_time}' is {kind}; the interval join "
                        f"{root.id} needs a timestamp event time (declare the column as timestamp)")
+        if spec.changelog_format not in ("append", "changelog"):
+            raise fail(f"input '{spec.name}': changelog_format '{spec.changelog_format}' produces updates and deletes, "
+                       f"but the interval join {root.id} needs an append-only input, as in Flink; declare an "
+                       "insert-only changelog ('append'), or drop the time bound to make it a regular join")
     residual = " AND ".join(f"({c.sql('spark')})" for c in rest) or None
     bound = TimeBound(left_time=lt, right_time=rt, lower=lower, upper=upper,
                       lower_strict=lower_strict, upper_strict=upper_strict)

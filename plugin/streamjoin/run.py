@@ -15,23 +15,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import reduce
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any, Mapping
 
 import pyarrow as pa
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from . import delta_log
+from . import delta_log, formats
 from .errors import InputError
 from .executor import Executor, StagedWrite
 from .plan import JoinPlan
 from .results import stage_changelog, stage_result
-from .spec import ROW_KIND_COLUMN, InputSpec
+from .spec import InputSpec
 from .tables import ModelTables
 from .zset import bad_row_kinds, bad_row_kinds_test
 
@@ -75,24 +76,12 @@ def _manifest_of(path: str) -> dict[str, Any] | None:
     return json.loads(raw) if raw else None
 
 
-def _input_schema(spec: InputSpec) -> StructType:
-    fields = [StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns]
-    if spec.changelog_format == "changelog":
-        fields.append(StructField(spec.op_column, StringType()))
-    return StructType(fields)
-
-
 def _check_schema(spec: InputSpec, model: str) -> None:
-    """The input table must still have every declared column with the declared type."""
-    from deltalake import DeltaTable
-    import pyarrow as pa
-
+    """The input table must still hold every column its format reads, with the declared type
+    (added columns are fine: they are carried along unread)."""
     actual = {f.name.lower(): f.type for f in pa.schema(DeltaTable(spec.location).schema().to_arrow())}
     problems = []
-    expected = _input_schema(spec)
-    from .delta_log import arrow_schema
-
-    for f in arrow_schema(expected):
+    for f in delta_log.arrow_schema(formats.file_schema(spec)):
         have = actual.get(f.name.lower())
         if have is None:
             problems.append(f"column '{f.name}' is missing")
@@ -104,16 +93,22 @@ def _check_schema(spec: InputSpec, model: str) -> None:
                          model=model, input_name=spec.name)
 
 
-def _compatible(have: Any, want: Any) -> bool:
-    import pyarrow as pa
-
+def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
     if have == want:
         return True
     if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
         return True
-    if pa.types.is_string(have) or pa.types.is_large_string(have):
+    if pa.types.is_string(have) or pa.types.is_large_string(have) or pa.types.is_string_view(have):
         return pa.types.is_string(want) or pa.types.is_large_string(want)
+    if pa.types.is_struct(have) and pa.types.is_struct(want):
+        fields = {have.field(i).name.lower(): have.field(i).type for i in range(have.num_fields)}
+        return all(want.field(i).name.lower() in fields and _compatible(fields[want.field(i).name.lower()], want.field(i).type)
+                   for i in range(want.num_fields))
     return False
+
+
+def _table_id(path: str) -> str:
+    return DeltaTable(path).metadata().id
 
 
 class Run:
@@ -146,16 +141,30 @@ class Run:
         if previous and previous.get("plan") != fingerprint:
             raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
                              "fits; run it with --full-refresh", model=self.plan.model)
-        starts = {name: previous.get("offsets", {}).get(name, {}).get("end") for name in self.plan.inputs}
         offsets = {}
         for name, spec in self.plan.inputs.items():
             if spec.location is None or not delta_log.exists(spec.location):
                 raise InputError(f"no Delta table at {spec.location!r}", model=self.plan.model, input_name=name)
-            offsets[name] = {"start": starts[name], "end": delta_log.version(spec.location)}
+            consumed = previous.get("offsets", {}).get(name, {})
+            offsets[name] = {"start": consumed.get("end"), "end": delta_log.version(spec.location),
+                             "table_id": _table_id(spec.location)}
+            self.check_not_rebuilt(name, spec, consumed, offsets[name])
         versions = {path: delta_log.version(path) for path in self.tables.all_tables()}
         manifest = {"run": run_id, "plan": fingerprint, "offsets": offsets, "versions": versions,
                     "started": time.time()}
         return run_id, manifest, False
+
+    def check_not_rebuilt(self, name: str, spec: InputSpec, consumed: Mapping[str, Any], now: Mapping[str, Any]) -> None:
+        """An input table that is not the one this model read before (recreated, or older than the
+        version already consumed) was rebuilt: its changes since the offset are not its history."""
+        if consumed.get("end") is None:
+            return
+        replaced = consumed.get("table_id") not in (None, now["table_id"])
+        if replaced or now["end"] < consumed["end"]:
+            what = "was replaced by a new table" if replaced else \
+                f"is at version {now['end']}, older than version {consumed['end']} this model already consumed"
+            raise InputError(f"its Delta table at {spec.location} {what}, so it was rebuilt; run this model with "
+                             "--full-refresh", model=self.plan.model, input_name=name)
 
     def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int]]:
         """Every input's changes for this run, validated; also how many changes each has."""
@@ -163,11 +172,7 @@ class Run:
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
             _check_schema(spec, self.plan.model)
-            files = delta_log.added_between(spec.location, off["start"], off["end"], what=name)
-            df = delta_log.read(self.spark, files, _input_schema(spec))
-            if spec.changelog_format == "append":
-                df = df.withColumn(spec.op_column, F.lit("+I"))
-            changes[name] = self.persist(df)
+            changes[name] = self.persist(formats.read_changes(self.spark, spec, off["start"], off["end"]))
         counts = [df.agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
                          F.count_if(bad_row_kinds_test(self.plan.inputs[name].op_column)).alias("bad"))
                   for name, df in changes.items()]
@@ -176,8 +181,8 @@ class Run:
             if bad:
                 spec = self.plan.inputs[name]
                 rows = "; ".join(str(r.asDict()) for r in bad_row_kinds(changes[name], spec.op_column).limit(3).collect())
-                raise InputError(f"{bad} row(s) with a row kind that is not one of +I, -U, +U, -D in column "
-                                 f"'{spec.op_column}', e.g. {rows}", model=self.plan.model, input_name=name)
+                raise InputError(f"{bad} {formats.bad_rows_message(spec)}, e.g. {rows}",
+                                 model=self.plan.model, input_name=name)
         return changes, {name: n for name, (n, _) in totals.items()}
 
     def execute(self) -> RunReport:

@@ -14,7 +14,10 @@ from .types import parse_duration
 
 JoinStrategy = Literal["auto", "binary", "multi"]
 MissingRetractionPolicy = Literal["fail", "ignore"]
-ChangelogFormat = Literal["changelog", "append"]
+ChangelogFormat = Literal["changelog", "append", "cdf", "debezium", "upsert"]
+FORMATS: tuple[str, ...] = ("changelog", "append", "cdf", "debezium", "upsert")
+#: The column holding (or, once read, carrying) each format's row kind or operation.
+DEFAULT_OP_COLUMNS = {"changelog": "_row_kind", "debezium": "op", "cdf": "_change_type"}
 
 ROW_KIND_COLUMN = "_row_kind"
 RUN_ID_COLUMN = "_run_id"
@@ -33,7 +36,10 @@ class InputSpec:
     """How one input of a model is declared: its columns, keys and event time.
 
     `location` is where its changelog lives (a Delta table path); `changelog_format` says how
-    rows carry their row kind (`changelog`: an op column; `append`: insert-only events).
+    rows carry their row kind: `changelog` (a row kind column), `append` (insert-only events),
+    `cdf` (a Delta table's change data feed), `debezium` (`before`/`after`/`op` envelopes) or
+    `upsert` (each row is the latest version of its `unique_key`; `delete_column` marks deletes,
+    `sequence_column` orders versions of a key that arrive in one run).
     """
 
     name: str
@@ -44,6 +50,8 @@ class InputSpec:
     location: str | None = None
     changelog_format: ChangelogFormat = "changelog"
     op_column: str = ROW_KIND_COLUMN
+    delete_column: str | None = None
+    sequence_column: str | None = None
 
     @property
     def column_names(self) -> list[str]:
@@ -60,7 +68,7 @@ class InputSpec:
         """Build from a declaration such as a conformance case's `inputs` entry or dbt YAML."""
         problems: list[str] = []
         known = {"columns", "unique_key", "event_time", "watermark_delay", "location",
-                 "changelog_format", "op_column"}
+                 "changelog_format", "op_column", "delete_column", "sequence_column"}
         for key in raw:
             if key not in known:
                 problems.append(f"input '{name}': unknown key '{key}' (known: {', '.join(sorted(known))})")
@@ -90,8 +98,22 @@ class InputSpec:
             problems.append(str(exc))
             delay = timedelta(0)
         fmt = raw.get("changelog_format", "changelog")
-        if fmt not in ("changelog", "append"):
-            problems.append(f"input '{name}': changelog_format '{fmt}' is not one of changelog, append")
+        if fmt not in FORMATS:
+            problems.append(f"input '{name}': changelog_format '{fmt}' is not one of {', '.join(FORMATS)}")
+        if fmt == "upsert" and not unique_key:
+            problems.append(f"input '{name}': changelog_format 'upsert' needs a unique_key (the key each row upserts)")
+        for key in ("delete_column", "sequence_column"):
+            if raw.get(key) is not None and fmt != "upsert":
+                problems.append(f"input '{name}': {key} only applies to changelog_format 'upsert', not '{fmt}'")
+        if raw.get("op_column") is not None and fmt not in ("changelog", "debezium"):
+            problems.append(f"input '{name}': op_column contradicts changelog_format '{fmt}', whose rows carry "
+                            "no row kind column of their own; remove one of them")
+        if raw.get("delete_column") is not None and str(raw["delete_column"]).lower() in names:
+            problems.append(f"input '{name}': delete_column '{raw['delete_column']}' is a flag, not a data column; "
+                            "leave it out of columns")
+        sequence = raw.get("sequence_column")
+        if sequence is not None and str(sequence).lower() not in names:
+            problems.append(f"input '{name}': sequence_column '{sequence}' is not one of its columns")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -102,7 +124,9 @@ class InputSpec:
             watermark_delay=delay,
             location=raw.get("location"),
             changelog_format=fmt,
-            op_column=raw.get("op_column", ROW_KIND_COLUMN),
+            op_column=raw.get("op_column") or DEFAULT_OP_COLUMNS.get(fmt, ROW_KIND_COLUMN),
+            delete_column=raw.get("delete_column"),
+            sequence_column=sequence,
         )
 
 

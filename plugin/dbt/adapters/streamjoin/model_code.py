@@ -14,11 +14,13 @@ Input declarations in dbt YAML (sources, or models used as inputs)::
           - name: orders
             meta:
               streamjoin:
-                changelog_format: changelog   # or append
-                unique_key: [order_id]
+                changelog_format: changelog   # or append, cdf, debezium, upsert
+                unique_key: [order_id]        # required for upsert
                 event_time: ordered_at        # or the source's config.event_time
                 watermark_delay: 5 seconds
-                op_column: _row_kind
+                op_column: _row_kind          # changelog (default _row_kind), debezium (default op)
+                delete_column: is_deleted     # upsert: a true flag deletes the key
+                sequence_column: updated_seq  # upsert: orders a key's versions within a run
                 location: path/to/delta       # default <state_root>/sources/<source>/<table>
             columns:                          # optional: else read from the Delta table
               - name: order_id

@@ -4,15 +4,19 @@
      An input is a relation (`ref(...)`, `source(...)`; its alias is its identifier) or
      {'relation': ..., 'alias': ...}. `on` is a column name shared by both sides, a list of
      them, or a list of [left_column, right_column] pairs. `columns` are SELECT expressions
-     over the aliases (default `*`); `where` is an optional filter. --#}
+     over the aliases (default `*`); `where` is an optional filter; `extra_on` lists more
+     conditions AND-ed to the join's ON. --#}
 
-{% macro regular_join(left, right, on, join_type='inner', columns=none, where=none) -%}
+{% macro regular_join(left, right, on, join_type='inner', columns=none, where=none, extra_on=[]) -%}
   {%- set l = streamjoin._join_input(left) -%}
   {%- set r = streamjoin._join_input(right) -%}
 select {{ streamjoin._select_list(columns) }}
 from {{ l.relation }} as {{ l.alias }}
 {{ streamjoin._join_keyword(join_type) }} {{ r.relation }} as {{ r.alias }}
   on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
+{%- for condition in extra_on %}
+  and {{ condition }}
+{%- endfor %}
 {%- if where %}
 where {{ where }}
 {%- endif %}
@@ -25,15 +29,10 @@ where {{ where }}
 {% macro interval_join(left, right, on, left_time, right_time, lower, upper, join_type='inner', columns=none, where=none) -%}
   {%- set l = streamjoin._join_input(left) -%}
   {%- set r = streamjoin._join_input(right) -%}
-select {{ streamjoin._select_list(columns) }}
-from {{ l.relation }} as {{ l.alias }}
-{{ streamjoin._join_keyword(join_type) }} {{ r.relation }} as {{ r.alias }}
-  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
-  and {{ r.alias }}.{{ right_time }} >= {{ l.alias }}.{{ left_time }} {{ streamjoin._interval(lower) }}
-  and {{ r.alias }}.{{ right_time }} <= {{ l.alias }}.{{ left_time }} {{ streamjoin._interval(upper) }}
-{%- if where %}
-where {{ where }}
-{%- endif %}
+  {%- set bounds = [
+      r.alias ~ '.' ~ right_time ~ ' >= ' ~ l.alias ~ '.' ~ left_time ~ ' ' ~ streamjoin._interval(lower),
+      r.alias ~ '.' ~ right_time ~ ' <= ' ~ l.alias ~ '.' ~ left_time ~ ' ' ~ streamjoin._interval(upper)] -%}
+{{ streamjoin.regular_join(left, right, on, join_type=join_type, columns=columns, where=where, extra_on=bounds) }}
 {%- endmacro %}
 
 

@@ -1,0 +1,176 @@
+"""Input formats: how the rows an input's Delta table gained become a changelog.
+
+Every format is read into the same shape — the declared columns plus the row kind column
+(`spec.op_column`, +I/-U/+U/-D) — so operators never see the difference:
+
+- `changelog`: rows carry their row kind; `append`: insert-only events (+I).
+- `cdf`: the table's Delta change data feed (`cdc` files of a version, else its added files
+  as inserts and removed files as deletes, as the Delta protocol defines).
+- `debezium`: `before`/`after` structs and an `op` (c, r: +I after; u: -U before, +U after;
+  d: -D before); tombstones (all three NULL) are skipped, as Flink's debezium-json does.
+- `upsert`: each row is the newest version of its `unique_key` (+U), or its deletion (-D)
+  when `delete_column` is true. The `ORDER` column orders a key's versions within a run;
+  `operators.upsert` turns them into a changelog against the key's previous version.
+
+A row a format cannot read gets a NULL row kind, which the run reports as bad input.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from typing import Sequence
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BooleanType, LongType, StringType, StructField, StructType,
+                               _parse_datatype_string)
+
+from . import delta_log
+from .delta_log import DataFile
+from .spec import InputSpec
+from .types import RowKind
+from .zset import col, q
+
+ORDER = "_order"  # upsert: (commit version, file, row) of a row, to order a key's versions
+CHANGE_TYPE = "_change_type"
+CDF_KINDS = {"insert": RowKind.INSERT, "update_preimage": RowKind.UPDATE_BEFORE,
+             "update_postimage": RowKind.UPDATE_AFTER, "delete": RowKind.DELETE}
+DEBEZIUM_IMAGES = ("before", "after")
+
+
+def data_schema(spec: InputSpec) -> StructType:
+    """The declared columns as a Spark schema."""
+    return StructType([StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns])
+
+
+def file_schema(spec: InputSpec) -> StructType:
+    """What the input's Delta table must hold for its format (checked before every run)."""
+    data = data_schema(spec)
+    if spec.changelog_format == "changelog":
+        return changelog_schema(spec)
+    if spec.changelog_format == "debezium":
+        return StructType([StructField(i, data) for i in DEBEZIUM_IMAGES] + [StructField(spec.op_column, StringType())])
+    if spec.changelog_format == "upsert" and spec.delete_column:
+        return StructType(list(data.fields) + [StructField(spec.delete_column, BooleanType())])
+    return data
+
+
+def changelog_schema(spec: InputSpec) -> StructType:
+    """The shape every format is read into: the declared columns and the row kind column."""
+    return StructType(list(data_schema(spec).fields) + [StructField(spec.op_column, StringType())])
+
+
+def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
+    """The input's changes of versions (start, end] (all of version `end` when start is None),
+    as the declared columns plus the row kind column (plus `ORDER` for upsert)."""
+    fmt, path, name = spec.changelog_format, spec.location, spec.name
+    if fmt == "cdf":
+        return _cdf(spark, spec, start, end)
+    if fmt == "upsert":
+        files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
+        return _upserts(spark, spec, files)
+    files = delta_log.added_between(path, start, end, what=name)
+    rows = delta_log.read(spark, files, file_schema(spec))
+    if fmt == "append":
+        return rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value))
+    if fmt == "debezium":
+        return _debezium(rows, spec)
+    return rows
+
+
+def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
+    data = data_schema(spec)
+    if start is None:  # the first run reads the table as it is: every row an insert
+        return delta_log.read(spark, delta_log.data_files(spec.location, end), data).withColumn(
+            spec.op_column, F.lit(RowKind.INSERT.value))
+    entries = delta_log.changed_between(spec.location, start, end, what=spec.name)
+    frames = []
+    cdc = [f for kind, f in entries if kind == "cdc"]
+    if cdc:
+        rows = delta_log.read(spark, cdc, StructType(list(data.fields) + [StructField(CHANGE_TYPE, StringType())]))
+        kind = F.create_map(*[x for k, v in CDF_KINDS.items() for x in (F.lit(k), F.lit(v.value))])[col(CHANGE_TYPE)]
+        frames.append(rows.select(*[col(c) for c in data.names], kind.alias(spec.op_column)))
+    for action, row_kind in (("add", RowKind.INSERT), ("remove", RowKind.DELETE)):
+        files = [f for kind, f in entries if kind == action]
+        if files:
+            frames.append(delta_log.read(spark, files, data).withColumn(spec.op_column, F.lit(row_kind.value)))
+    if not frames:
+        return spark.createDataFrame([], changelog_schema(spec))
+    return reduce(DataFrame.unionByName, frames)
+
+
+def _debezium(rows: DataFrame, spec: InputSpec) -> DataFrame:
+    op = col(spec.op_column)
+    names = data_schema(spec).names
+
+    def image(which: str, kind: RowKind) -> SparkColumn:
+        present = col(which).isNotNull()
+        return F.struct(*[col(which)[n].alias(n) for n in names],
+                        F.when(present, F.lit(kind.value)).alias(spec.op_column))
+
+    tombstone = op.isNull() & col("before").isNull() & col("after").isNull()
+    images = (F.when(op.isin("c", "r"), F.array(image("after", RowKind.INSERT)))
+              .when(op == "u", F.array(image("before", RowKind.UPDATE_BEFORE), image("after", RowKind.UPDATE_AFTER)))
+              .when(op == "d", F.array(image("before", RowKind.DELETE)))
+              .otherwise(F.array(F.struct(*[F.lit(None).cast(f.dataType).alias(f.name) for f in data_schema(spec).fields],
+                                          F.lit(None).cast("string").alias(spec.op_column)))))
+    return rows.where(~tombstone).select(F.explode(images).alias("_image")).select("_image.*")
+
+
+def bad_rows_message(spec: InputSpec) -> str:
+    """What a row with a NULL or unknown row kind violated, in the input's own terms."""
+    if spec.changelog_format == "debezium":
+        return (f"Debezium row(s) without op c, r, u or d in column '{spec.op_column}' or without the image it "
+                "needs ('after' for c/r/u, 'before' for u/d; a NULL 'before' on an update means the source "
+                "table's replica identity is not FULL)")
+    return f"row(s) with a row kind that is not one of +I, -U, +U, -D in column '{spec.op_column}'"
+
+
+def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) -> DataFrame:
+    """Upsert rows with their row kind (+U, or -D when deleted) and their `ORDER` in the log."""
+    rows = delta_log.read(spark, files, file_schema(spec))
+    if files:
+        ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
+                                         "_file string, _ordinal long")
+        rows = (rows.select("*", F.col("_metadata.file_name").alias("_file"), F.col("_metadata.row_index").alias("_row"))
+                .join(F.broadcast(ordinals), "_file"))
+        order = F.struct(col("_ordinal"), col("_row"))
+    else:
+        order = F.struct(F.lit(0).cast(LongType()).alias("_ordinal"), F.lit(0).cast(LongType()).alias("_row"))
+    deleted = F.coalesce(col(spec.delete_column), F.lit(False)) if spec.delete_column else F.lit(False)
+    kind = F.when(deleted, F.lit(RowKind.DELETE.value)).otherwise(F.lit(RowKind.UPDATE_AFTER.value))
+    return rows.select(*[col(c) for c in data_schema(spec).names], kind.alias(spec.op_column), order.alias(ORDER))
+
+
+def snapshot_files(spec: InputSpec, version: int) -> list[DataFile]:
+    """The files whose rows make up the input at `version` (in commit order for upsert)."""
+    if spec.changelog_format == "upsert":
+        return delta_log.added_between(spec.location, -1, version, what=spec.name)
+    return delta_log.data_files(spec.location, version)
+
+
+def snapshot_sql(spec: InputSpec, source: str) -> str:
+    """SQL for the input's rows at a version, given `source`: its `snapshot_files` as a relation
+    whose files are named in commit order."""
+    cols = ", ".join(q(c) for c in spec.column_names)
+    typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+    if spec.changelog_format in ("append", "cdf"):  # partition columns come back as discovered: cast them
+        return f"SELECT {typed} FROM {source}"
+    if spec.changelog_format == "upsert":
+        key = ", ".join(q(k) for k in spec.unique_key)
+        order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + \
+            "`_metadata`.file_name DESC, `_metadata`.row_index DESC"
+        deleted = f"coalesce({q(spec.delete_column)}, false)" if spec.delete_column else "false"
+        return (f"SELECT {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {key} ORDER BY {order}) AS `__n`, "
+                f"{deleted} AS `__deleted` FROM {source}) WHERE `__n` = 1 AND NOT `__deleted`")
+    if spec.changelog_format == "debezium":
+        op = q(spec.op_column)
+        after = ", ".join(f"after.{q(c)} AS {q(c)}" for c in spec.column_names)
+        before = ", ".join(f"before.{q(c)} AS {q(c)}" for c in spec.column_names)
+        signed = (f"SELECT {after}, 1 AS `__w` FROM {source} WHERE {op} IN ('c', 'r', 'u') UNION ALL "
+                  f"SELECT {before}, -1 AS `__w` FROM {source} WHERE {op} IN ('u', 'd')")
+    else:
+        signed = (f"SELECT {cols}, CASE WHEN {q(spec.op_column)} IN ('+I', '+U') THEN 1 ELSE -1 END AS `__w` "
+                  f"FROM {source}")
+    return (f"SELECT {cols} FROM (SELECT {cols}, SUM(`__w`) AS `__weight` FROM ({signed}) GROUP BY {cols}) "
+            "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
