@@ -8,5 +8,6 @@ import pytest
 def spark():
     from streamjoin.session import local_session
 
-    session = local_session(app_name="streamjoin-tests")
+    # test data is tiny: one shuffle partition halves the tasks of every stage
+    session = local_session(app_name="streamjoin-tests", conf={"spark.sql.shuffle.partitions": "1"})
     yield session

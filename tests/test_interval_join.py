@@ -16,8 +16,6 @@ from streamjoin import delta_log
 from streamjoin.conformance import CaseRunner, run_case
 from streamjoin.run import run_once
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases"
-INTERVAL_CASES = sorted([*CASES.glob("seed-interval-*.json"), *CASES.glob("flink-interval-*.json")])
 
 
 def t(hhmm: str) -> str:
@@ -37,11 +35,6 @@ def _case(name: str, inputs: dict[str, Any], sql: str, runs: list[tuple[dict, li
 
 def _assert_ok(outcome: dict[str, Any]) -> None:
     assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
-
-
-@pytest.mark.parametrize("path", INTERVAL_CASES, ids=[p.stem for p in INTERVAL_CASES])
-def test_conformance_case(spark, path: Path) -> None:
-    _assert_ok(run_case(spark, json.loads(path.read_text())))
 
 
 ORDERS = _input([["id", "int"], ["ts", "timestamp"]])
