@@ -167,7 +167,7 @@ def streamed_rows(spark, rc: RandomCase) -> list[Counter]:
     return [Counter(tuple(row) for row in run["result"]) for run in outcome["runs"]]
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(st.randoms(use_true_random=False))
 def test_streamed_result_equals_the_batch_join_of_closed_windows_after_every_run(spark, rng: random.Random) -> None:
     rc = random_case(rng, "interval-property")

@@ -82,7 +82,7 @@ def check_against_batch(spark, tmp_path, sql: str, runs: list[dict]) -> None:
         before = after
 
 
-PROPERTY = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+PROPERTY = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 
 
 @PROPERTY
