@@ -122,10 +122,17 @@ class Run:
         self.persisted: list[DataFrame] = []
 
     def persist(self, df: DataFrame) -> DataFrame:
-        """Keep an intermediate result for reuse within the run; released when the run ends."""
-        df = df.persist()
+        """Compute an intermediate result once and cut its lineage, so the plans built on it stay
+        small (nested joins would otherwise re-plan every level below them); released by `release`."""
+        df = df.localCheckpoint(eager=False)
         self.persisted.append(df)
         return df
+
+    def release(self) -> None:
+        """Drop the blocks of every intermediate result this run kept."""
+        for df in self.persisted:
+            df._jdf.queryExecution().logical().rdd().unpersist(False)
+        self.persisted.clear()
 
     def prepare(self) -> tuple[int, dict[str, Any], bool]:
         """The run id and manifest; `resumed` when a previous attempt already committed part of it."""
@@ -206,8 +213,7 @@ class Run:
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:
-            for df in self.persisted:
-                df.unpersist()
+            self.release()
         report.seconds = time.time() - started
         log.info(report.summary())
         return report

@@ -24,8 +24,8 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.limit.initialNumPartitions": "100000",
 }
 
-#: Added for a local master only: few cores, small data.
-LOCAL_DEFAULTS: dict[str, str] = {"spark.sql.shuffle.partitions": "2"}
+#: Added for a local master only: few cores, small data; the driver is also the executor.
+LOCAL_DEFAULTS: dict[str, str] = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "2g"}
 
 
 def configure_python() -> None:
