@@ -187,7 +187,7 @@ def test_state_stays_bounded_over_many_runs(spark, tmp_path) -> None:
     assert sum(m["rows_expired"] for m in metrics) > runs_n * per_minute / 2
 
     state = runner.tables.state("j1_left")
-    clock = json.loads(delta_log.commit_info(state, delta_log.version(state))["streamjoin.interval"])
+    clock = json.loads(delta_log.latest_metadata(state, "streamjoin.interval"))
     assert clock["watermark_utc"] == metrics[-1]["watermark"]
     assert clock["max_time"] == {"left": _micros(last_order), "right": _micros(last_shipment)}
 

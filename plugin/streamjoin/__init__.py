@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .compiler import compile_sql
-from .errors import CompileError, ConcurrentRunError, ConfigError, InputError, StreamJoinError
+from .errors import CompileError, ConcurrentRunError, ConfigError, InputError, ModelBusyError, StreamJoinError
 from .plan import JoinPlan
 from .run import RunReport, run_once
 from .spec import InputSpec, ModelConfig
@@ -10,5 +10,5 @@ from .tables import ModelTables
 
 __all__ = [
     "CompileError", "ConcurrentRunError", "ConfigError", "InputError", "InputSpec", "JoinPlan", "ModelConfig",
-    "ModelTables", "RunReport", "StreamJoinError", "compile_sql", "run_once",
+    "ModelBusyError", "ModelTables", "RunReport", "StreamJoinError", "compile_sql", "run_once",
 ]

@@ -38,7 +38,7 @@ from . import delta_log, formats
 from .compiler import compile_sql
 from .errors import ConfigError, InputError
 from .plan import JoinPlan
-from .run import RunReport, app_id, run_once
+from .run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import DEFAULT_OP_COLUMNS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .tables import ModelTables
@@ -208,21 +208,14 @@ def last_complete_run(tables: ModelTables) -> int | None:
     return delta_log.app_version(tables.runs, app_id(tables.model))
 
 
-def _last_manifest(tables: ModelTables) -> dict[str, Any] | None:
-    v = delta_log.version(tables.runs)
-    if v is None:
-        return None
-    raw = delta_log.commit_info(tables.runs, v).get(delta_log.MANIFEST_KEY)
-    return json.loads(raw) if raw else None
-
-
 def version_of_run(path: str, run_id: int) -> int | None:
-    """The table's latest version committed by run `run_id` or before it (None: no such version)."""
+    """The table's latest version not written by a run after `run_id` (None: no such version);
+    maintenance commits (no run) keep the data of the run before them."""
     if not delta_log.exists(path):
         return None
     for entry in DeltaTable(path).history():
         run = entry.get("streamjoin.run")
-        if run is not None and int(run) <= run_id:
+        if run is None or int(run) <= run_id:
             return int(entry["version"])
     return None
 
@@ -231,7 +224,7 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
             relations: Mapping[str, str]) -> None:
     """Point the model's views at the tables as its last complete run left them."""
     run_id = last_complete_run(tables)
-    manifest = _last_manifest(tables)
+    manifest = manifest_of(tables.runs)
     if run_id is None or manifest is None:
         return
     result_version = version_of_run(tables.result, run_id)

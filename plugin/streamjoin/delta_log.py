@@ -29,6 +29,8 @@ from .errors import ConcurrentRunError, InputError
 from .file_stats import file_stats
 
 MANIFEST_KEY = "streamjoin.manifest"
+#: Commit info naming a maintenance operation ("retention", "compact"); a retention commit's removes trim history.
+OPERATION_KEY = "streamjoin.operation"
 
 
 def local_path(uri: str) -> str:
@@ -52,14 +54,25 @@ def app_version(path: str, app_id: str) -> int | None:
     return DeltaTable(path).transaction_version(app_id) if exists(path) else None
 
 
-def commit_info(path: str, table_version: int) -> dict[str, Any]:
-    """The commit info of one version (custom metadata included)."""
+def latest_metadata(path: str, key: str, table_version: int | None = None) -> str | None:
+    """The value of a commit-info key in the newest commit (at or before `table_version`) that has it.
+
+    Runs commit their metadata (manifest, watermark, counters) with their data; maintenance
+    commits (compaction, retention) carry none, so the newest commit is not always a run's."""
+    if table_version is None:
+        table_version = version(path)
+        if table_version is None:
+            return None
     dt = DeltaTable(path)
     depth = dt.version() - table_version + 1
-    for entry in dt.history(depth):
-        if entry.get("version") == table_version:
-            return entry
-    return {}
+    while True:
+        entries = dt.history(depth)
+        for entry in entries:  # newest first
+            if entry.get("version", -1) <= table_version and key in entry:
+                return entry[key]
+        if len(entries) < depth:
+            return None
+        depth *= 4
 
 
 @dataclass(frozen=True)
@@ -117,7 +130,9 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> 
 
 
 def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iterator[tuple[int, str, DataFile, bool]]:
-    """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log."""
+    """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log.
+
+    The removes of a retention commit (`python -m streamjoin maintain`) trim history: no data change."""
     root = local_path(DeltaTable(path).table_uri).rstrip("/")
     for v in range(start_exclusive + 1, end + 1):
         log = os.path.join(root, "_delta_log", f"{v:020d}.json")
@@ -125,15 +140,16 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
             raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
                              input_name=what)
         with open(log, encoding="utf-8") as fh:
-            for line in fh:
-                action = json.loads(line)
-                for kind in ("add", "remove", "cdc"):
-                    if kind in action:
-                        a = action[kind]
-                        rel = unquote(a["path"])
-                        yield v, kind, DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
-                                                partition=a.get("partitionValues") or {}, num_records=0,
-                                                version=v), bool(a.get("dataChange", True))
+            actions = [json.loads(line) for line in fh if line.strip()]
+        retention = any(a.get("commitInfo", {}).get(OPERATION_KEY) == "retention" for a in actions)
+        for action in actions:
+            for kind in ("add", "remove", "cdc"):
+                if kind in action:
+                    a = action[kind]
+                    rel = unquote(a["path"])
+                    yield v, kind, DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
+                                            partition=a.get("partitionValues") or {}, num_records=0,
+                                            version=v), bool(a.get("dataChange", True)) and not retention
 
 
 def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:

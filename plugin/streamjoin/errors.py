@@ -44,3 +44,7 @@ class InputError(StreamJoinError):
 
 class ConcurrentRunError(StreamJoinError):
     """Raised when another run of the same model committed first; nothing was written."""
+
+
+class ModelBusyError(StreamJoinError):
+    """Raised when a model's tables are in use (a run, or maintenance) by another process; nothing was changed."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -99,17 +99,22 @@ class Executor:
             self.input_changes[name] = change
         return self.input_changes[name]
 
-    def key_types(self, node: Join) -> tuple[str, ...]:
-        """A common type per key position, so equal keys hash to the same bucket on both sides."""
+    def common_key_types(self, schemas: Sequence[StructType], keys: Sequence[Sequence[str]]) -> tuple[str, ...]:
+        """A common type per key position over the key expressions of several inputs (`keys[i]` over
+        `schemas[i]`), so equal keys hash to the same bucket whichever input they come from."""
+        frames = [self.spark.createDataFrame([], schema) for schema in schemas]
         types = []
-        empty_l = self.spark.createDataFrame([], self.schema(node.left))
-        empty_r = self.spark.createDataFrame([], self.schema(node.right))
-        for k in node.keys:
-            lt = empty_l.select(F.expr(k.left).alias("k")).schema[0].dataType.simpleString()
-            rt = empty_r.select(F.expr(k.right).alias("k")).schema[0].dataType.simpleString()
-            common = self.spark.sql(f"SELECT coalesce(CAST(NULL AS {lt}), CAST(NULL AS {rt})) AS k").schema[0].dataType
-            types.append(common.simpleString())
+        for pos in range(len(keys[0])):
+            each = [f.select(F.expr(k[pos]).alias("k")).schema[0].dataType.simpleString() for f, k in zip(frames, keys)]
+            nulls = ", ".join(f"CAST(NULL AS {t})" for t in each)
+            types.append(self.spark.sql(f"SELECT coalesce({nulls}) AS k").schema[0].dataType.simpleString())
         return tuple(types)
+
+    def join_sides(self, node: Join) -> dict[Side, JoinSide]:
+        """Both sides of a binary join, their keys of one common type."""
+        key_types = self.common_key_types([self.schema(node.left), self.schema(node.right)],
+                                          [[k.left for k in node.keys], [k.right for k in node.keys]])
+        return {s: self.side_of(node, s, key_types) for s in Side}
 
     def side_of(self, node: Join, s: Side, key_types: tuple[str, ...]) -> JoinSide:
         child = node.left if s is Side.LEFT else node.right
@@ -135,14 +140,14 @@ class Executor:
 
     def regular_join(self, node: Join) -> DataFrame:
         deltas = {Side.LEFT: self.delta(node.left), Side.RIGHT: self.delta(node.right)}
-        key_types = self.key_types(node)
-        sides = {s: self.side_of(node, s, key_types) for s in Side}
+        sides = self.join_sides(node)
         states = {s: self.state_table(f"{node.id}_{s.value}", sides[s]) for s in Side}
         op = RegularJoin(join_type=node.join_type, left=sides[Side.LEFT], right=sides[Side.RIGHT],
                          residual=node.residual, buckets=self.plan.config.state_buckets,
                          policy=self.plan.config.on_missing_retraction, model=self.plan.model,
                          now_ms=self.now_ms, ttl_ms=_millis(self.plan.config.state_ttl), null_aware=node.null_aware)
         result = op.run(self.spark, deltas, states, self.persist)
+        self.metrics[node.id] = {"operator": f"{node.join_type.value} join", **result.metrics}
         for s in Side:
             self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
         return self.persist(result.output)

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from . import delta_log, formats
+from . import delta_log, formats, lease
 from .errors import InputError
 from .executor import Executor, StagedWrite
 from .plan import JoinPlan
@@ -68,11 +68,9 @@ def plan_fingerprint(plan: JoinPlan) -> str:
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
-def _manifest_of(path: str) -> dict[str, Any] | None:
-    v = delta_log.version(path)
-    if v is None:
-        return None
-    raw = delta_log.commit_info(path, v).get(delta_log.MANIFEST_KEY)
+def manifest_of(path: str) -> dict[str, Any] | None:
+    """The manifest of the last run that committed to a table."""
+    raw = delta_log.latest_metadata(path, delta_log.MANIFEST_KEY) if delta_log.exists(path) else None
     return json.loads(raw) if raw else None
 
 
@@ -140,10 +138,10 @@ class Run:
         run_id = last + 1
         for path in self.tables.all_tables():
             if delta_log.app_version(path, self.app) == run_id:
-                manifest = _manifest_of(path)
+                manifest = manifest_of(path)
                 if manifest is not None:
                     return run_id, manifest, True
-        previous = _manifest_of(self.tables.runs) or {}
+        previous = manifest_of(self.tables.runs) or {}
         fingerprint = plan_fingerprint(self.plan)
         if previous and previous.get("plan") != fingerprint:
             raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
@@ -193,13 +191,19 @@ class Run:
         return changes, {name: n for name, (n, _) in totals.items()}
 
     def execute(self) -> RunReport:
+        with lease.holding(self.tables, "run", exclusive_of=("maintain",)):
+            return self._execute()
+
+    def _execute(self) -> RunReport:
         started = time.time()
         run_id, manifest, resumed = self.prepare()
         offsets = manifest["offsets"]
         if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
             return RunReport(self.plan.model, None, "no changes", offsets=offsets)
+        phases = {"plan": time.time() - started}
         try:
             changes, counts = self.read_changes(manifest)
+            phases["read"] = time.time() - started - sum(phases.values())
             versions = {k: v for k, v in manifest["versions"].items()}
             executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist,
                                 int(manifest["started"] * 1000))
@@ -208,8 +212,10 @@ class Run:
             staged.append(stage_changelog(output, self.plan, self.tables, run_id))
             result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id)
             staged.append(result.write)
+            phases["join_and_write"] = time.time() - started - sum(phases.values())
+            metrics = {**executor.metrics, "phases_s": {k: round(v, 3) for k, v in phases.items()}}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
-                               rows_out={"+": result.added, "-": result.retracted}, metrics=dict(executor.metrics))
+                               rows_out={"+": result.added, "-": result.retracted}, metrics=metrics)
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:

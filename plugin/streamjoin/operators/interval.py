@@ -83,7 +83,7 @@ class Clock:
     @classmethod
     def load(cls, path: str, version: int | None, default_slice: int) -> "Clock":
         """The clock committed with a state table's version; a fresh one before the first run."""
-        raw = delta_log.commit_info(path, version).get(META_KEY) if version is not None else None
+        raw = delta_log.latest_metadata(path, META_KEY, version) if version is not None else None
         if not raw:
             return cls(slice_us=default_slice)
         body = json.loads(raw)
@@ -183,8 +183,7 @@ class IntervalJoin:
         self.executor = executor
         self.node = node
         self.bound: TimeBound = node.time_bound  # type: ignore[assignment]
-        key_types = executor.key_types(node)
-        self.sides = {s: executor.side_of(node, s, key_types) for s in Side}
+        self.sides = executor.join_sides(node)
         self.names = {s: _Names.of(self.sides[s]) for s in Side}
         self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
         self.time_column = {Side.LEFT: self.bound.left_time, Side.RIGHT: self.bound.right_time}

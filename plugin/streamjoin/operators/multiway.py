@@ -34,17 +34,6 @@ if TYPE_CHECKING:
 VERSION = "_v"  # 0 for a row of the old state, 1 for the new
 
 
-def key_types(executor: "Executor", node: MultiJoin) -> tuple[str, ...]:
-    """A common type per key position over all inputs, so equal keys hash to the same bucket."""
-    frames = [executor.spark.createDataFrame([], executor.schema(scan)) for scan in node.inputs]
-    types = []
-    for pos in range(len(node.keys[0])):
-        each = [f.select(F.expr(k[pos]).alias("k")).schema[0].dataType.simpleString() for f, k in zip(frames, node.keys)]
-        nulls = ", ".join(f"CAST(NULL AS {t})" for t in each)
-        types.append(executor.spark.sql(f"SELECT coalesce({nulls}) AS k").schema[0].dataType.simpleString())
-    return tuple(types)
-
-
 def input_side(executor: "Executor", node: MultiJoin, i: int, types: tuple[str, ...]) -> JoinSide:
     """Input i as a join side: its columns, its common-key expressions and its unique key."""
     scan = node.inputs[i]
@@ -74,7 +63,7 @@ def nway(node: MultiJoin, frames: list[DataFrame]) -> DataFrame:
 def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
     """One run of a multi-way join: its output change; stages each input's state appends."""
     spark, config = executor.spark, executor.plan.config
-    types = key_types(executor, node)
+    types = executor.common_key_types([executor.schema(scan) for scan in node.inputs], node.keys)
     sides = [input_side(executor, node, i, types) for i in range(len(node.inputs))]
     ttl_ms = None if config.state_ttl is None else int(config.state_ttl.total_seconds() * 1000)
 
@@ -98,7 +87,7 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
         BUCKET, F.pmod(F.xxhash64(*[col(f"_k{j}") for j in range(n_keys)]), F.lit(config.state_buckets)).cast("int")))
     per_bucket = touched.groupBy(BUCKET).count().collect()
     buckets = [r[0] for r in per_bucket]
-    executor.metrics[node.id] = {"inputs": len(sides), "touched_keys": sum(r[1] for r in per_bucket),
+    executor.metrics[node.id] = {"operator": f"{len(sides)}-way join", "inputs": len(sides), "touched_keys": sum(r[1] for r in per_bucket),
                                  "touched_buckets": len(buckets)}
 
     merged = [executor.persist(v.merge(spark, Side.LEFT, k, st, touched, buckets))

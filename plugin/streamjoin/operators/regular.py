@@ -95,6 +95,7 @@ class JoinResult:
     output: DataFrame
     appends: dict[Side, DataFrame]
     metadata: dict[Side, dict[str, str]]  # commit info per side's state table
+    metrics: dict[str, int]  # figures for the run log
 
 
 class RegularJoin:
@@ -142,7 +143,9 @@ class RegularJoin:
             keyed[Side.LEFT] = self.sides[Side.LEFT].with_keys(deltas[Side.LEFT])
             null_keyed[Side.LEFT] = keyed[Side.LEFT].limit(0)
         touched = persist(self.touched_keys(keyed))
-        buckets = [r[0] for r in touched.select(BUCKET).distinct().collect()]
+        per_bucket = touched.groupBy(BUCKET).count().collect()
+        buckets = [r[0] for r in per_bucket]
+        metrics = {"touched_keys": sum(r[1] for r in per_bucket), "touched_buckets": len(buckets)}
         metadata: dict[Side, dict[str, str]] = {}
         if self.null_aware:
             self.counters = self.null_aware_counters(states[Side.RIGHT], deltas[Side.RIGHT], keyed[Side.RIGHT])
@@ -174,7 +177,7 @@ class RegularJoin:
             else:
                 appends[s] = self.state_changes(s, merged[s], None)
         output = consolidate(reduce(DataFrame.unionByName, parts), out_cols)
-        return JoinResult(output=output, appends=appends, metadata=metadata)
+        return JoinResult(output=output, appends=appends, metadata=metadata, metrics=metrics)
 
     def state_changes(self, s: Side, rows: DataFrame, degree: SparkColumn | None) -> DataFrame:
         """Fragments to append to a side's state so that it sums to the new weights (and degrees).
@@ -195,7 +198,7 @@ class RegularJoin:
 
         Their counts before the run come from the state table's last commit; the run adds its
         changes' counts (NULL-keyed rows are counted but never stored)."""
-        raw = delta_log.commit_info(state.path, state.version).get(COUNTERS_KEY) if state.version is not None else None
+        raw = delta_log.latest_metadata(state.path, COUNTERS_KEY, state.version) if state.version is not None else None
         old = json.loads(raw) if raw else {"rows": 0, "null_keys": 0}
         side = self.sides[Side.RIGHT]
         row = side.with_keys(delta).agg(

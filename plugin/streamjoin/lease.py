@@ -1,0 +1,73 @@
+"""Who works on a model right now: a run or maintenance keeps a marker file in the model's folder.
+
+Runs of one model may overlap (Delta's conflict check lets one commit), but maintenance rewrites
+files under a run's feet, so each refuses to start while the other holds the model. A marker
+whose process died on this host is stale and ignored.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .errors import ModelBusyError
+from .tables import ModelTables
+
+FOLDER = "_active"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holders(tables: ModelTables) -> list[dict[str, Any]]:
+    """The live markers of a model (stale ones of dead local processes are removed)."""
+    folder = os.path.join(tables.home, FOLDER)
+    out = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                marker = json.load(fh)
+        except (FileNotFoundError, json.JSONDecodeError):
+            continue
+        if marker.get("host") == socket.gethostname() and not _alive(int(marker.get("pid", 0))):
+            os.remove(path)
+            continue
+        out.append(marker)
+    return out
+
+
+def describe(marker: dict[str, Any]) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(marker["started"]))
+    return f"a {marker['what']} (pid {marker['pid']} on {marker['host']}, since {started})"
+
+
+@contextmanager
+def holding(tables: ModelTables, what: str, *, exclusive_of: tuple[str, ...]) -> Iterator[None]:
+    """Hold the model for `what` ("run" or "maintain"); ModelBusyError if a holder of a kind in
+    `exclusive_of` is at work."""
+    folder = os.path.join(tables.home, FOLDER)
+    os.makedirs(folder, exist_ok=True)
+    marker = {"what": what, "host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+    path = os.path.join(folder, f"{what}-{marker['pid']}-{uuid.uuid4().hex[:8]}.json")
+    with open(path, "x", encoding="utf-8") as fh:
+        json.dump(marker, fh)
+    try:
+        busy = [m for m in holders(tables) if m["what"] in exclusive_of and m != marker]
+        if busy:
+            raise ModelBusyError(f"model '{tables.model}' is held by {describe(busy[0])}; try again when it is done "
+                                 f"(if that process is gone, delete {os.path.join(folder, '')}*)")
+        yield
+    finally:
+        os.remove(path)
