@@ -1,0 +1,109 @@
+"""Operating a model: `python -m streamjoin status` and `python -m streamjoin maintain`."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+from deltalake import DeltaTable
+
+from scenario import Scenario, delete, insert
+from streamjoin import ModelBusyError, delta_log, lease
+from streamjoin.__main__ import main
+from streamjoin.maintain import maintain
+from streamjoin.run import run_once
+
+SQL = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
+INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
+HISTORY = [
+    {"l": [insert(1, 10), insert(2, 20)], "r": [insert(1, 100)]},
+    {"l": [insert(3, 30)], "r": [insert(2, 200), insert(3, 300)]},
+    {"l": [delete(1, 10)], "r": [insert(2, 201)]},
+]
+RESULT = {(2, 20, 200): 1, (2, 20, 201): 1, (3, 30, 300): 1}
+
+
+@pytest.fixture(scope="module")
+def model(spark, tmp_path_factory) -> Scenario:
+    m = Scenario(spark, tmp_path_factory.mktemp("ops"), SQL, name="orders_enriched", **INPUTS)
+    for changes in HISTORY:
+        m.run(**changes)
+    return m
+
+
+def files(path: str) -> int:
+    return len(DeltaTable(path).file_uris())
+
+
+def test_status_shows_recent_runs_and_table_sizes(model, capsys):
+    assert main(["status", str(model.tables.root), "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"model orders_enriched ({model.tables.home})"
+    runs = lines[lines.index("recent runs:") + 3:lines.index("tables:") - 1]
+    assert [line.split()[0] for line in runs] == ["3", "2"], out
+    assert "l=1, r=1" in runs[0] and "+1, -1" in runs[0], out  # run 3: (1,10,100) retracted, (2,20,201) added
+    table_rows = {line.split()[0]: line.split() for line in lines[lines.index("tables:") + 3:]}
+    assert set(table_rows) == {"state/j1_left", "state/j1_right", "changelog", "result", "runs"}
+    assert int(table_rows["result"][3]) == sum(RESULT.values())
+    assert int(table_rows["runs"][3]) == 3
+
+
+def test_maintain_compacts_trims_and_the_model_keeps_running(model, capsys):
+    before = {p: files(p) for p in model.tables.all_tables()}
+    changelog_version = delta_log.version(model.tables.changelog)
+    assert main(["maintain", str(model.tables.home), "--changelog-keep-runs", "1", "--vacuum-hours", "0"]) == 0
+    assert "changelog" in capsys.readouterr().out
+    assert files(model.tables.runs) == 1 < before[model.tables.runs]
+    assert files(model.tables.result) <= before[model.tables.result]
+    trimmed = {r["_run_id"] for r in DeltaTable(model.tables.changelog).to_pyarrow_table().to_pylist()}
+    assert trimmed == {3}, "only the last run's changes are kept"
+    # a reader of this changelog skips retention and compaction: no change in the new versions
+    assert delta_log.added_between(model.tables.changelog, changelog_version,
+                                   delta_log.version(model.tables.changelog), what="changelog") == []
+    assert model.result == RESULT
+    model.run(l=[insert(2, 21)], r=[delete(3, 300)])
+    assert model.changelog == {(2, 21, 200): 1, (2, 21, 201): 1, (3, 30, 300): -1}
+    assert model.result == {(2, 20, 200): 1, (2, 20, 201): 1, (2, 21, 200): 1, (2, 21, 201): 1}
+
+
+def test_maintain_refuses_while_a_run_holds_the_model_and_a_run_refuses_during_maintenance(model):
+    versions = model.versions()
+    with lease.holding(model.tables, "run", exclusive_of=("maintain",)):
+        with pytest.raises(ModelBusyError, match=r"model 'orders_enriched' is held by a run \(pid"):
+            maintain(model.tables)
+    assert model.versions() == versions
+    with lease.holding(model.tables, "maintain", exclusive_of=("run", "maintain")):
+        with pytest.raises(ModelBusyError, match="held by a maintain"):
+            run_once(model.runner.spark, model.plan, model.tables)
+    assert model.versions() == versions
+
+
+def test_a_marker_of_a_dead_process_does_not_hold_the_model(model):
+    folder = os.path.join(model.tables.home, lease.FOLDER)
+    dead = {"what": "run", "host": socket.gethostname(), "pid": 2 ** 22 + 1, "started": 0}
+    with open(os.path.join(folder, "run-dead.json"), "w") as fh:
+        json.dump(dead, fh)
+    maintain(model.tables)
+    assert os.listdir(folder) == []
+
+
+def test_maintain_refuses_an_incomplete_run(spark, tmp_path, monkeypatch):
+    m = Scenario(spark, tmp_path, SQL, name="half_done", **INPUTS)
+    m.run(**HISTORY[0])
+    m.runner.append_changes(1, HISTORY[1])
+    real = delta_log.commit
+
+    def first_commit_only(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        raise RuntimeError("crash after the first commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(delta_log, "commit", first_commit_only)
+        with pytest.raises(RuntimeError):
+            run_once(spark, m.plan, m.tables)
+    versions = m.versions()
+    with pytest.raises(ModelBusyError, match="run 2 is incomplete"):
+        maintain(m.tables)
+    assert m.versions() == versions
