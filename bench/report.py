@@ -177,6 +177,9 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines += ["", "Throughput targets compare records/s (higher is better); time targets compare seconds "
               "(ratio = streamjoin / peer).", ""]
     lines += _equality(results) + _throughput_table(results, cores) + _scaling(results) + _profile(results)
+    lines += ["## Multi-way vs. binary joins", "",
+              "State rows and bytes and run times of the 3- and 4-way joins under `join_strategy` multi and "
+              "binary are measured by `bench/multiway_state.py` and written down in [MULTIWAY.md](MULTIWAY.md).", ""]
     lines += ["## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots] + [""]
     if results["skipped"]:
         lines += ["## Not run", ""] + [f"- {k}: {v}" for k, v in results["skipped"].items()] + [""]

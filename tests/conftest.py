@@ -9,5 +9,7 @@ def spark():
     from streamjoin.session import local_session
 
     # test data is tiny: one shuffle partition halves the tasks of every stage
-    session = local_session(app_name="streamjoin-tests", conf={"spark.sql.shuffle.partitions": "1"})
+    # three test workers share two cores: the serial collector spends the least CPU on their small heaps
+    session = local_session(app_name="streamjoin-tests", conf={"spark.sql.shuffle.partitions": "1",
+                                                                "spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
     yield session
