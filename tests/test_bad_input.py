@@ -87,6 +87,18 @@ def test_schema_that_no_longer_matches(model):
     assert model.versions() == before
 
 
+def test_an_added_column_the_model_does_not_read_is_carried_on(model):
+    location = model.runner.specs["r"].location
+    write_deltalake(location, pa.table({"k": pa.array([2], pa.int32()), "w": pa.array([200], pa.int32()),
+                                        "_row_kind": ["+I"], "note": ["new column"]}), mode="append", schema_mode="merge")
+    assert "note" in DeltaTable(location).schema().to_arrow().names
+    model.report = None
+    from streamjoin.run import run_once
+    model.report = run_once(model.runner.spark, model.plan, model.tables)
+    assert model.changelog == {(2, 20, None): -1, (2, 20, 200): 1}
+    assert model.result == {(1, 10, 100): 1, (2, 20, 200): 1}
+
+
 def test_tables_are_standard_delta(model):
     for path in model.tables.all_tables():
         table = DeltaTable(path)

@@ -5,6 +5,7 @@ import json
 import os
 import socket
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -44,6 +45,12 @@ def test_status_shows_recent_runs_and_table_sizes(model, capsys):
     runs = lines[lines.index("recent runs:") + 3:lines.index("tables:") - 1]
     assert [line.split()[0] for line in runs] == ["3", "2"], out
     assert "l=1, r=1" in runs[0] and "+1, -1" in runs[0], out  # run 3: (1,10,100) retracted, (2,20,201) added
+    log = {r["run_id"]: json.loads(r["metrics"]) for r in DeltaTable(model.tables.runs).to_pyarrow_table().to_pylist()}
+    stored = {name: sum(a["num_records"] for a in pa.table(DeltaTable(model.tables.state(name))
+                                                            .get_add_actions(flatten=True)).to_pylist())
+              for name in ("j1_left", "j1_right")}
+    assert log[3]["state_rows"] == stored, "the run log records the rows each state table stores after the run"
+    assert log[3]["j1"]["touched_keys"] == 2  # keys 1 (left delete) and 2 (right insert)
     table_rows = {line.split()[0]: line.split() for line in lines[lines.index("tables:") + 3:]}
     assert set(table_rows) == {"state/j1_left", "state/j1_right", "changelog", "result", "runs"}
     assert int(table_rows["result"][3]) == sum(RESULT.values())

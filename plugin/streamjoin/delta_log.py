@@ -240,6 +240,14 @@ def write_small(table: pa.Table, path: str, *, tag: str) -> list[AddAction]:
                       modification_time=int(time.time() * 1000), data_change=True, stats=json.dumps(file_stats(full)))]
 
 
+def rows_after(path: str, table_version: int | None, actions: Sequence[AddAction | RemoveAction]) -> int:
+    """How many rows the table's live files hold once `actions` are committed on `table_version`."""
+    live = {os.path.relpath(f.uri, local_path(path)): f.num_records for f in data_files(path, table_version)}
+    removed = sum(live.get(a.path, 0) for a in actions if isinstance(a, RemoveAction))
+    added = sum(json.loads(a.stats)["numRecords"] for a in actions if isinstance(a, AddAction) and a.stats)
+    return sum(live.values()) - removed + added
+
+
 def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
     """RemoveActions for live files (used when a table's rows are rewritten)."""
     root = local_path(DeltaTable(path).table_uri).rstrip("/")

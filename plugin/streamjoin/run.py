@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from functools import reduce
@@ -213,7 +214,11 @@ class Run:
             result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id)
             staged.append(result.write)
             phases["join_and_write"] = time.time() - started - sum(phases.values())
-            metrics = {**executor.metrics, "phases_s": {k: round(v, 3) for k, v in phases.items()}}
+            written = {w.path: w.actions for w in executor.staged}
+            state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
+                          for p in sorted(set(self.tables.state_tables()) | set(written))}
+            metrics = {**executor.metrics, "state_rows": state_rows,
+                       "phases_s": {k: round(v, 3) for k, v in phases.items()}}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out={"+": result.added, "-": result.retracted}, metrics=metrics)
             staged.append(self.stage_run_log(run_id, manifest, report))

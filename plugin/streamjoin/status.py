@@ -60,7 +60,7 @@ def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:
     out = []
     for row in sorted(log, key=lambda r: r["run_id"], reverse=True)[:limit]:
         manifest, metrics = json.loads(row["manifest"]), json.loads(row["metrics"] or "{}")
-        nodes = [m for k, m in metrics.items() if isinstance(m, dict) and k != "phases_s"]
+        nodes = [m for k, m in metrics.items() if isinstance(m, dict) and k not in ("phases_s", "state_rows")]
         watermarks = [m["watermark"] for m in nodes if m.get("watermark")]
         out.append({
             "run": row["run_id"],
@@ -70,6 +70,7 @@ def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:
             "changes in": ", ".join(f"{k}={v}" for k, v in json.loads(row["changes_in"]).items()),
             "rows out": ", ".join(f"{k}{v}" for k, v in json.loads(row["rows_out"]).items()),
             "keys touched": sum(m.get("touched_keys", 0) for m in nodes),
+            "state rows": sum(metrics.get("state_rows", {}).values()),
             "watermark": min(watermarks) if watermarks else "",
             "seconds": round(sum(metrics.get("phases_s", {}).values()), 1),
         })
