@@ -42,6 +42,7 @@ from .run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import DEFAULT_OP_COLUMNS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .tables import ModelTables
+from .zset import q
 
 #: Columns of a streaming_join model's changelog that are bookkeeping, not data.
 CHANGELOG_META_COLUMNS = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
@@ -244,10 +245,10 @@ def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> st
     """SQL for an input's rows at a version of its table, read as its format defines."""
     files = formats.snapshot_files(spec, table_version)
     if not files:
-        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {_q(c.name)}" for c in spec.columns)
+        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
         return f"SELECT {typed} WHERE false"
     folder = _link_snapshot(os.path.join(tables.home, "published", f"inputs/{spec.name}"), table_version, files)
-    return formats.snapshot_sql(spec, f"parquet.`{folder}`")
+    return formats.snapshot_sql(spec, f"parquet.{q(folder)}")
 
 
 def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
@@ -272,11 +273,11 @@ def _files_select(tables: ModelTables, label: str, path: str, table_version: int
     names = [f.name for f in schema if f.name not in hidden]
     files = delta_log.data_files(path, table_version, partition_column="_bucket")
     if not files:
-        typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {_q(n)}"
+        typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {q(n)}"
                           for n in names)
         return f"SELECT {typed} WHERE false"
     folder = _link_snapshot(os.path.join(tables.home, "published", label), table_version, files)
-    return f"SELECT {', '.join(_q(n) for n in names)} FROM parquet.`{folder}`"
+    return f"SELECT {', '.join(q(n) for n in names)} FROM parquet.{q(folder)}"
 
 
 def _link_snapshot(base: str, table_version: int, files: Sequence[delta_log.DataFile]) -> str:
@@ -320,7 +321,3 @@ def _table_type(spark: SparkSession, name: str) -> str | None:
     if not spark.catalog.tableExists(name):
         return None
     return spark.catalog.getTable(name).tableType
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

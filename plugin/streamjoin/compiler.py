@@ -24,7 +24,7 @@ from .interval import conjuncts, extract_time_bound
 from .multiway import choose_strategy
 from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, internal_name
 from .spec import InputSpec, ModelConfig
-from .types import JoinType, Side
+from .types import JoinType, Side, q
 
 _UNSUPPORTED_CLAUSES = {
     "group": "GROUP BY",
@@ -436,7 +436,7 @@ class _Compiler:
                 table = e.table if isinstance(e, exp.Column) else ""
                 for b in scope.all_bindings():
                     if b.prefix.lower() in visible and (not table or table.lower() == b.alias.lower()):
-                        out.extend(OutputColumn(n, f"`{b.internal(n)}`") for n in b.spec.column_names)
+                        out.extend(OutputColumn(n, q(b.internal(n))) for n in b.spec.column_names)
                 continue
             for col in e.find_all(exp.Column):
                 binding, _ = self.resolve(col, scope)

@@ -28,6 +28,7 @@ from .errors import StreamJoinError
 from .run import run_once
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .tables import ModelTables
+from .zset import col
 
 
 def _to_python(value: Any, t: DataType) -> Any:
@@ -59,8 +60,8 @@ def _to_json(value: Any) -> Any:
 def _collect(df: DataFrame) -> list[tuple]:
     """Rows as comparable tuples; timestamps travel as UTC text so no local timezone creeps in."""
     fields = [f for f in df.schema.fields]
-    exprs = [F.date_format(F.col(f"`{f.name}`"), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
-             if isinstance(f.dataType, TimestampType) else F.col(f"`{f.name}`") for f in fields]
+    exprs = [F.date_format(col(f.name), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
+             if isinstance(f.dataType, TimestampType) else col(f.name) for f in fields]
     return [tuple(_to_python(v, f.dataType) for v, f in zip(row, fields)) for row in df.select(*exprs).collect()]
 
 

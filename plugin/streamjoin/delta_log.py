@@ -27,6 +27,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 
 from .errors import ConcurrentRunError, InputError
 from .file_stats import file_stats
+from .zset import col
 
 MANIFEST_KEY = "streamjoin.manifest"
 #: Commit info naming a maintenance operation ("retention", "compact"); a retention commit's removes trim history.
@@ -125,7 +126,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> 
         by_name = {f.name: v for f, v in zip(partitioned, values)}
         rows = spark.read.schema(in_files).parquet(*uris)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
-                                    else F.col(f"`{f.name}`") for f in schema.fields]))
+                                    else col(f.name) for f in schema.fields]))
     return reduce(DataFrame.unionByName, frames)
 
 

@@ -90,3 +90,8 @@ def parse_duration(text: str | int | float | timedelta | None, *, what: str) -> 
             "millisecond(s), second(s), minute(s), hour(s) or day(s), e.g. '5 seconds'"
         )
     return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def q(name: str) -> str:
+    """Quote an identifier for Spark SQL text (backticks doubled inside)."""
+    return "`" + name.replace("`", "``") + "`"

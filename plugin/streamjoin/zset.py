@@ -11,14 +11,9 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .types import ROW_KINDS, RowKind
+from .types import ROW_KINDS, RowKind, q
 
 WEIGHT = "_weight"
-
-
-def q(name: str) -> str:
-    """Quote an identifier for Spark SQL text (backticks doubled inside)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def col(name: str) -> SparkColumn:
