@@ -108,3 +108,25 @@ def test_tables_are_standard_delta(model):
             assert os.path.exists(os.path.join(path, action["path"]))
     assert sorted(DeltaTable(model.tables.result).to_pyarrow_table().drop(["_bucket"]).to_pylist(),
                   key=lambda r: r["k"]) == [{"k": 1, "v": 10, "w": 100}, {"k": 2, "v": 20, "w": None}]
+
+
+def test_a_null_event_time_fails_the_run(spark, tmp_path):
+    """As in Flink, where a NULL rowtime stops the job: the watermark needs a time on every row."""
+    from streamjoin.conformance import CaseRunner
+    from streamjoin.run import run_once
+
+    case = {"name": "bad_input_model", "sql": "SELECT o.id, s.id AS sid FROM o JOIN s ON o.id = s.id "
+            "AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '1' HOUR", "runs": [],
+            "inputs": {n: {"columns": [["id", "int"], ["ts", "timestamp"]], "event_time": "ts",
+                           "watermark_delay": "0 seconds"} for n in ("o", "s")}}
+    runner = CaseRunner(spark, case, str(tmp_path))
+    runner.append_changes(0, {"o": [["+I", [1, "2026-01-01 10:00:00"]]], "s": [["+I", [1, "2026-01-01 10:30:00"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    before = runner.versions()
+    runner.append_changes(1, {"s": [["+I", [2, "2026-01-01 10:40:00"]], ["+I", [3, None]]]})
+    with pytest.raises(InputError) as err:
+        run_once(spark, runner.plan, runner.tables)
+    message = str(err.value)
+    assert "model 'bad_input_model'" in message and "input 's'" in message and "NULL event time" in message
+    assert "'id': 3" in message, message
+    assert runner.versions() == before

@@ -5,8 +5,8 @@ A random case has two inputs `l` and `r` (id, k, v, ts), a random join type, ran
 residual, and 2-3 runs of 0-4 rows per input. Rows are *on time*: a row arriving in run k
 has event time >= W'_{k-1}, the watermark after the previous run minus allowed_lateness
 (any disorder above that is allowed, so rows may be behind the watermark within the
-lateness). Some rows repeat an earlier row exactly (same id), some have NULL keys or, in
-the batch comparison, NULL event times.
+lateness). Some rows repeat an earlier row exactly (same id), some have NULL keys. (A NULL
+event time is malformed input, as in Flink: tests/test_bad_input.py.)
 
 The batch oracle (see `oracle_rows`) is the same query run by Spark SQL over every row of
 runs 0..k, restricted to the rows whose windows are closed after run k; the streamed result
@@ -17,8 +17,8 @@ after each run k must equal it:
   below W'_{k-1} (it would have to be for the pair to satisfy the bound), which on-time rows
   never are.
 - A batch row null-padded on a preserved side is in the streamed result exactly when its
-  window is closed after run k: its key is NULL (`=` only) or its event time is NULL
-  (it can never match), or its event time is below that side's alive_from — W' + lower for
+  window is closed after run k: its key is NULL (`=` only, it can never match), or its
+  event time is below that side's alive_from — W' + lower for
   the left (one microsecond more for a strict bound), W' - upper for the right, with
   W' = W_k - allowed_lateness. Rows whose window is still open are not yet emitted.
 
@@ -74,8 +74,7 @@ def _shifted(column: str, seconds: int) -> str:
     return f"{column} {'+' if seconds > 0 else '-'} INTERVAL '{abs(seconds)}' SECOND"
 
 
-def random_case(rng: random.Random, name: str, *, join_types: tuple[str, ...] = ("inner", "left", "right", "full"),
-                null_times: bool = True) -> RandomCase:
+def random_case(rng: random.Random, name: str, *, join_types: tuple[str, ...] = ("inner", "left", "right", "full")) -> RandomCase:
     """A random interval-join case with on-time rows (see the module docstring)."""
     join_type = rng.choice(join_types)
     lower = rng.randint(-6, 3)
@@ -102,18 +101,16 @@ def random_case(rng: random.Random, name: str, *, join_types: tuple[str, ...] = 
         changes: dict[str, list] = {}
         for s in SIDES:
             for _ in range(rng.randint(0, 4)):
-                earlier = [r for r in out.rows[s] if r[3] is None or r[3] >= on_time_from]
+                earlier = [r for r in out.rows[s] if r[3] >= on_time_from]
                 if earlier and rng.random() < 0.15:
                     row = [*rng.choice(earlier)[:4], run]
                 else:
                     next_id += 1
-                    ts = None if null_times and rng.random() < 0.05 else (
-                        on_time_from + dt.timedelta(seconds=rng.randint(0, 10), milliseconds=rng.choice([0, 0, 0, 500])))
+                    ts = on_time_from + dt.timedelta(seconds=rng.randint(0, 10), milliseconds=rng.choice([0, 0, 0, 500]))
                     row = [next_id, rng.choice([1, 2, None]), rng.choice([0, 1, 2]), ts, run]
                 out.rows[s].append(row)
-                changes.setdefault(s, []).append(["+I", [*row[:3], None if row[3] is None else str(row[3])]])
-                if row[3] is not None:
-                    max_time[s] = row[3] if max_time[s] is None else max(max_time[s], row[3])
+                changes.setdefault(s, []).append(["+I", [*row[:3], str(row[3])]])
+                max_time[s] = row[3] if max_time[s] is None else max(max_time[s], row[3])
         watermark = out.watermark
         if all(max_time[s] is not None for s in SIDES):
             candidate = min(max_time[s] - dt.timedelta(seconds=delays[s]) for s in SIDES)
@@ -147,7 +144,7 @@ def oracle_rows(spark, rc: RandomCase, run: int) -> Counter:
     closed = {}
     watermark = rc.watermarks[run]
     for s in SIDES:
-        never = [f"{s}.ts IS NULL"] + ([] if rc.null_safe else [f"{s}.k IS NULL"])
+        never = ["FALSE"] + ([] if rc.null_safe else [f"{s}.k IS NULL"])
         if watermark is not None:
             w, us = _micros(watermark - rc.lateness), dt.timedelta(microseconds=1)
             alive_from = (w + rc.lower // us + int(rc.strict[0]) if s == "l"
@@ -181,7 +178,7 @@ def test_inner_interval_joins_end_where_flink_ends(spark) -> None:
     """Random INNER interval joins (no NULL event times: Flink rejects them) through real Flink
     (one JVM for all cases); the oracle feeds Flink FORMAT.md's watermark after every run."""
     run_in_flink = _flink_client().run_in_flink
-    cases = [random_case(random.Random(seed), f"interval-vs-flink-{seed}", join_types=("inner",), null_times=False)
+    cases = [random_case(random.Random(seed), f"interval-vs-flink-{seed}", join_types=("inner",))
              for seed in range(5)]
     flink = run_in_flink([rc.case for rc in cases])
     for rc in cases:

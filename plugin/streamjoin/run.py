@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -35,7 +35,7 @@ from .plan import JoinPlan
 from .results import stage_changelog, stage_result
 from .spec import InputSpec
 from .tables import ModelTables
-from .zset import bad_row_kinds, bad_row_kinds_test
+from .zset import bad_row_kinds_test, col
 
 log = logging.getLogger("streamjoin")
 
@@ -104,6 +104,16 @@ def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
         return all(want.field(i).name.lower() in fields and _compatible(fields[want.field(i).name.lower()], want.field(i).type)
                    for i in range(want.num_fields))
     return False
+
+
+def row_checks(spec: InputSpec, changes: DataFrame) -> list[tuple[Column, str]]:
+    """Tests that flag malformed change rows of an input, each with what such a row violates."""
+    checks = [(bad_row_kinds_test(spec.op_column), formats.bad_rows_message(spec))]
+    if spec.event_time and spec.event_time in changes.columns:
+        checks.append((col(spec.event_time).isNull(),
+                       f"row(s) with a NULL event time in column '{spec.event_time}' (the input's watermark needs a "
+                       "time on every row, as Flink's does)"))
+    return checks
 
 
 def _table_id(path: str) -> str:
@@ -179,17 +189,17 @@ class Run:
             off = manifest["offsets"][name]
             _check_schema(spec, self.plan.model)
             changes[name] = self.persist(formats.read_changes(self.spark, spec, off["start"], off["end"]))
+        checks = {name: row_checks(self.plan.inputs[name], df) for name, df in changes.items()}
         counts = [df.agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
-                         F.count_if(bad_row_kinds_test(self.plan.inputs[name].op_column)).alias("bad"))
+                         *[F.count_if(test).alias(f"bad{i}") for i, (test, _) in enumerate(checks[name])])
                   for name, df in changes.items()]
-        totals = {r["input"]: (r["n"], r["bad"]) for r in reduce(DataFrame.unionByName, counts).collect()}
-        for name, (_, bad) in totals.items():
-            if bad:
-                spec = self.plan.inputs[name]
-                rows = "; ".join(str(r.asDict()) for r in bad_row_kinds(changes[name], spec.op_column).limit(3).collect())
-                raise InputError(f"{bad} {formats.bad_rows_message(spec)}, e.g. {rows}",
-                                 model=self.plan.model, input_name=name)
-        return changes, {name: n for name, (n, _) in totals.items()}
+        totals = {r["input"]: r for r in reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), counts).collect()}
+        for name, row in totals.items():
+            for i, (test, message) in enumerate(checks[name]):
+                if row[f"bad{i}"]:
+                    sample = "; ".join(str(r.asDict()) for r in changes[name].where(test).limit(3).collect())
+                    raise InputError(f"{row[f'bad{i}']} {message}, e.g. {sample}", model=self.plan.model, input_name=name)
+        return changes, {name: row["n"] for name, row in totals.items()}
 
     def execute(self) -> RunReport:
         with lease.holding(self.tables, "run", exclusive_of=("maintain",)):

@@ -41,11 +41,6 @@ def bad_row_kinds_test(op_column: str) -> SparkColumn:
     return col(op_column).isNull() | ~col(op_column).isin(*ROW_KINDS)
 
 
-def bad_row_kinds(df: DataFrame, op_column: str) -> DataFrame:
-    """Rows whose row kind is NULL or not one of +I, -U, +U, -D."""
-    return df.where(bad_row_kinds_test(op_column))
-
-
 def to_changelog(
     zset: DataFrame,
     columns: Sequence[str],
