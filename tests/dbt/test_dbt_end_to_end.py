@@ -163,7 +163,7 @@ def test_macro_written_models_compile_to_the_plan_of_their_sql(builds: List[Buil
     from streamjoin.api import compile_model
 
     local_dir = builds[0].local_dir
-    compiled = (local_dir / "target" / "compiled" / "streamjoin_example" / "models" / f"{model}.sql").read_text()
+    compiled = (local_dir / "target" / "compiled" / "streamjoin" / "models" / f"{model}.sql").read_text()
     inputs = {}
     for name, spec in load_batch.inputs().items():
         inputs[name] = {"relation": f"{spec['source']}.{name}",

@@ -20,17 +20,24 @@ from dbt_process import REPO, Invocation, dbt, rows, versions
 
 pytestmark = pytest.mark.slow
 
-PACKAGES = REPO / "plugin" / "dbt" / "include" / "streamjoin" / "packages"
-
-PROJECT_YML = f"""
+PROJECT_YML = """
 name: streamjoin_failures
 version: "1.0"
 config-version: 2
 profile: streamjoin_failures
-packages-install-path: "{PACKAGES}"
 models:
   streamjoin_failures:
     +materialized: streaming_join
+  streamjoin:
+    +enabled: false  # the package's example models
+sources:
+  streamjoin:
+    +enabled: false
+"""
+# The streaming_join materialization comes from this repository, used as a dbt package.
+PACKAGES_YML = f"""
+packages:
+  - local: "{REPO}"
 """
 PROFILES_YML = """
 streamjoin_failures:
@@ -96,6 +103,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     (project / "models").mkdir()
     (project / "dbt_project.yml").write_text(PROJECT_YML)
     (project / "profiles.yml").write_text(PROFILES_YML)
+    (project / "packages.yml").write_text(PACKAGES_YML)
     (project / "models" / "sources.yml").write_text(SOURCES_YML)
     for name, sql in MODELS.items():
         (project / "models" / f"{name}.sql").write_text(sql)
@@ -105,6 +113,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     write_deltalake(str(inputs / "events"), pa.table({"k": pa.array([1], pa.int64()), "v": pa.array([7], pa.int64())}))
     local_dir = project / ".streamjoin"
     local_dir.mkdir()
+    deps = dbt(["deps"], project=project, local_dir=local_dir)
+    assert deps.returncode == 0, deps.output
     first = dbt(["run"], project=project, local_dir=local_dir)
 
     before = {m: versions(_tables(local_dir, m)) for m in LATE_MODELS}
