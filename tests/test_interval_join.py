@@ -137,6 +137,37 @@ def test_a_retraction_reaching_an_interval_join_fails_the_run_and_changes_nothin
     assert '-D {"order_id":1,"ts":"2021-12-25T10:30:00.000Z"}' in message
 
 
+@pytest.mark.parametrize("kind", ["left", "right", "full"])
+def test_an_empty_window_pads_outer_rows_on_arrival_and_keeps_none(spark, tmp_path, kind: str) -> None:
+    """`s.ts BETWEEN o.ts + 5 min AND o.ts + 1 min` can match nothing: as Flink's planner does for a
+    negative window size, every outer row is padded in the run it arrives (watermark or not), inner
+    rows are dropped, and no state is kept."""
+    sql = (f"SELECT o.id, s.order_id FROM orders o {kind.upper()} JOIN shipments s ON o.id = s.order_id "
+           "AND s.ts BETWEEN o.ts + INTERVAL '5' MINUTE AND o.ts + INTERVAL '1' MINUTE")
+    orders_out = kind in ("left", "full")
+    shipments_out = kind in ("right", "full")
+    runs = [
+        ({"orders": [[1, t("10:00")]]}, [[1, None]] if orders_out else []),
+        ({"orders": [[2, t("10:00")]], "shipments": [[1, t("10:03")], [2, t("10:03")]]},
+         ([[2, None]] if orders_out else []) + ([[None, 1], [None, 2]] if shipments_out else [])),
+    ]
+    case = _case(f"interval-empty-{kind}", {"orders": ORDERS, "shipments": SHIPMENTS}, sql, runs)
+    runner = CaseRunner(spark, case, str(tmp_path))
+    _assert_ok(runner.run())
+    assert set(_state_rows(runner).values()) <= {0}
+
+
+def test_an_interval_join_without_an_equality_joins_on_time_alone(spark) -> None:
+    """Flink runs an interval join with no equi-condition (its testRowTimeInnerJoinWithoutEqualCondition):
+    any pair of rows within the bound matches; a regular join without one stays a compile error."""
+    sql = "SELECT o.id, s.order_id FROM orders o JOIN shipments s ON s.ts BETWEEN o.ts AND o.ts + INTERVAL '1' HOUR"
+    runs = [
+        ({"orders": [[1, t("10:00")], [2, t("11:30")]], "shipments": [[7, t("10:30")]]}, [[1, 7]]),
+        ({"shipments": [[8, t("11:45")], [9, t("13:00")]]}, [[2, 8]]),
+    ]
+    _assert_ok(run_case(spark, _case("interval-no-key", {"orders": ORDERS, "shipments": SHIPMENTS}, sql, runs)))
+
+
 def _state_rows(runner: CaseRunner) -> dict[str, int]:
     """Rows each state table holds at its latest version (from the Delta log's file statistics)."""
     return {Path(p).name: sum(f.num_records for f in delta_log.data_files(p, delta_log.version(p)))

@@ -111,8 +111,8 @@ class _Compiler:
                 pending.append(conjunct)
         root, leftover = self.place_predicates(root, pending, scope)
         post_filters.extend(leftover)
-        self.check_equi(root)
         root = extract_time_bound(root, self.prefixes, self.fail)
+        self.check_equi(root)
         outputs = self.outputs(tree, scope, root)
         plan = JoinPlan(
             model=self.model,
@@ -358,8 +358,10 @@ class _Compiler:
         return True, Join(node.id, node.join_type, node.left, node.right, node.keys, residual, node.null_aware)
 
     def check_equi(self, node: Node) -> None:
+        """Every join needs an equality, except an interval join: its time bound keeps its state
+        bounded, so without one it joins on the time condition alone (as Flink does)."""
         if isinstance(node, Join):
-            if not node.keys:
+            if not node.keys and node.time_bound is None:
                 raise CompileError(
                     f"the join of {', '.join(sorted(node.left.aliases))} with {', '.join(sorted(node.right.aliases))} "
                     "has no equi-condition (a cross join): add an equality between the two sides",

@@ -67,6 +67,15 @@ class TimeBound:
     lower_strict: bool = False
     upper_strict: bool = False
 
+    @property
+    def empty(self) -> bool:
+        """True when no pair of times satisfies the bound (`BETWEEN r + 5s AND r + 1s`): then no
+        row can ever match, and Flink pads each outer row as it arrives and keeps no state."""
+        if self.lower is None or self.upper is None:
+            return False
+        tick = timedelta(microseconds=1)  # event times are microseconds: `> x` is `>= x + 1us`
+        return self.lower + tick * self.lower_strict > self.upper - tick * self.upper_strict
+
 
 @dataclass(frozen=True)
 class Join:

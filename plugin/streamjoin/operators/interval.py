@@ -12,7 +12,9 @@ when their keys (and residual) match and `lower <= l.time - r.time <= upper`. Pe
    while r.time >= W' - upper (one microsecond later for a strict bound): each side's
    *alive_from* time, which never decreases. A row of a preserved (outer) side that leaves
    state — or arrives already behind it, or has a NULL key or event time — without ever
-   having matched is emitted null-padded in this run.
+   having matched is emitted null-padded in this run. An empty window (lower > upper) can
+   match nothing: no row is kept and outer rows are padded as they arrive, as Flink's
+   planner does for a negative window size.
 
 State is a Delta table per side, partitioned by a time slice of the event time: rows are
 appended with their arrival run (`_run`; rows are told apart by value and run), their count
@@ -333,7 +335,10 @@ class IntervalJoin:
         padded, expired = [], []
         for s in Side:
             alive_from = clock.alive_from[s.value]
-            alive = F.lit(True) if alive_from is None else col(self.names[s].time) >= F.lit(alive_from)
+            if self.bound.empty:  # no row can ever match: none is kept, outer rows are padded at once
+                alive = F.lit(False)
+            else:
+                alive = F.lit(True) if alive_from is None else col(self.names[s].time) >= F.lit(alive_from)
             expired.append(state[s].where(~alive).agg(F.sum(self.names[s].w).alias("n")))
             side_padded, appends = self.settle(s, alive, tables[s], arrived[s], new[s], state[s], pairs)
             padded.extend(side_padded)
