@@ -48,6 +48,31 @@ def test_residual_predicate_stays_in_the_join():
     assert p.root.residual == "`o__amount` > `p__price`"
 
 
+def test_flinks_null_safe_pattern_is_a_null_safe_key():
+    p = plan("SELECT o.id FROM orders o FULL JOIN prices p ON (o.id = p.id OR (p.id IS NULL AND o.id IS NULL)) AND o.amount > 1")
+    assert [(k.left, k.right, k.null_safe) for k in p.root.keys] == [("`o__id`", "`p__id`", True)]
+    assert p.root.residual == "`o__amount` > 1"
+
+
+def test_correlated_not_in_is_an_anti_join_with_sqls_null_rule():
+    """x NOT IN (S) holds when no s in S has x = s OR x IS NULL OR s IS NULL."""
+    p = plan("SELECT o.id FROM orders o WHERE o.amount NOT IN (SELECT price FROM prices WHERE prices.id = o.id)")
+    assert p.root.join_type is JoinType.ANTI and not p.root.null_aware
+    assert [(k.left, k.right) for k in p.root.keys] == [("`o__id`", "`prices__id`")]
+    assert p.root.residual == "`o__amount` = `prices__price` OR `o__amount` IS NULL OR `prices__price` IS NULL"
+
+
+def test_subquery_forms_become_semi_and_anti_joins():
+    row_in = plan("SELECT o.id FROM orders o WHERE (o.id, o.amount) IN (SELECT DISTINCT id, price FROM prices)").root
+    assert row_in.join_type is JoinType.SEMI and [k.right for k in row_in.keys] == ["`prices__id`", "`prices__price`"]
+    nested = plan("SELECT o.id FROM orders o WHERE o.id IN (SELECT id FROM prices WHERE price IN (SELECT order_id FROM ships))").root
+    assert nested.join_type is JoinType.SEMI and nested.right.join_type is JoinType.SEMI
+    assert [k.right for k in nested.right.keys] == ["`ships__order_id`"]
+    own = plan("SELECT id FROM orders WHERE id NOT IN (SELECT id FROM orders WHERE amount > 3)").root
+    assert own.null_aware and [(k.left, k.right) for k in own.keys] == [("`orders__id`", "`orders2__id`")]
+    assert own.right.filters == ("`orders2__amount` > 3",)
+
+
 def test_on_predicate_on_the_null_padded_side_is_pushed_below_the_join():
     p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id AND p.price > 10")
     assert p.root.right.filters == ("`p__price` > 10",) and p.root.residual is None
@@ -117,7 +142,9 @@ def test_interval_join_is_recognised():
     ("SELECT o.nope FROM orders o JOIN prices p ON o.id = p.id", ["no column 'nope'"]),
     ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
     ("SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM prices p WHERE p.price > o.amount)", ["equality"]),
-    ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id, price FROM prices)", ["multi-column"]),
+    ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
+    ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.price OR (o.id IS NULL AND p.id IS NULL)", ["no equi-condition"]),
     ("SELECT o.id FROM (SELECT * FROM orders) o JOIN prices p ON o.id = p.id", ["Subquery in FROM"]),
     ("WITH x AS (SELECT * FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),

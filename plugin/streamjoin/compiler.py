@@ -68,6 +68,8 @@ class _Binding:
 class _Scope:
     bindings: dict[str, _Binding] = field(default_factory=dict)
     parent: "_Scope | None" = None
+    # outer bindings shadowed by a subquery's own alias, under qualifiers only the compiler writes
+    shadowed: dict[str, _Binding] = field(default_factory=dict)
 
     def all_bindings(self) -> list[_Binding]:
         return list(self.bindings.values())
@@ -101,7 +103,7 @@ class _Compiler:
         root, pending = self.build_from(tree, scope)
         where = tree.args.get("where")
         post_filters: list[exp.Expression] = []
-        for conjunct in conjuncts(where.this) if where else []:
+        for conjunct in predicates(where.this) if where else []:
             if self.is_subquery_predicate(conjunct):
                 root = self.add_subquery_join(root, conjunct, scope)
             elif conjunct.find(exp.Exists) or any(i.args.get("query") for i in conjunct.find_all(exp.In)):
@@ -128,6 +130,8 @@ class _Compiler:
     # -- checks -----------------------------------------------------------------------------
     def check_select(self, select: exp.Select, *, top: bool) -> None:
         for key, label in _UNSUPPORTED_CLAUSES.items():
+            if key == "distinct" and not top:
+                continue  # which rows have a match in [NOT] IN / EXISTS does not depend on duplicates
             value = select.args.get(key)
             if value:
                 raise self.fail(f"{label} is not supported in a streaming join", value if isinstance(value, exp.Expression) else select)
@@ -203,7 +207,7 @@ class _Compiler:
                 for ident in join.args["using"]:
                     on_parts.append(exp.EQ(this=self.using_column(ident.name, node, scope, join), expression=exp.column(ident.name, right.alias)))
             if join.args.get("on"):
-                on_parts.extend(conjuncts(join.args["on"]))
+                on_parts.extend(predicates(join.args["on"]))
             if not on_parts:
                 raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: a streaming join needs an equi-condition", join)
             node = self.join_with(node, right, join_type, on_parts, scope, join)
@@ -269,7 +273,7 @@ class _Compiler:
         s: _Scope | None = scope
         while s is not None:
             if table:
-                binding = s.bindings.get(table.lower())
+                binding = s.bindings.get(table.lower()) or s.shadowed.get(table.lower())
                 if binding is not None:
                     for name in binding.spec.column_names:
                         if name.lower() == col.name.lower():
@@ -378,6 +382,12 @@ class _Compiler:
         return isinstance(inner, exp.In) and inner.args.get("query") is not None
 
     def add_subquery_join(self, root: Node, c: exp.Expression, scope: _Scope) -> Node:
+        """`[NOT] EXISTS (...)` / `x [NOT] IN (SELECT ...)` as a semi or anti join of `root` with the subquery.
+
+        `x NOT IN (S)` holds when no row s of S has `x = s OR x IS NULL OR s IS NULL` (SQL's rule for
+        NULLs): correlated, that is the anti join's residual; uncorrelated, one column, the join is
+        null-aware (it tracks whether S is empty or holds a NULL). Nested subqueries in the
+        subquery's WHERE become semi/anti joins of its input."""
         negated = isinstance(c, exp.Not)
         inner = c.this if negated else c
         sub = inner.this if isinstance(inner, exp.Exists) else inner.args["query"].this
@@ -390,23 +400,35 @@ class _Compiler:
             raise self.fail("a subquery with joins is not supported", sub)
         sub_scope = _Scope(parent=scope)
         from_ = sub.args.get("from_") or sub.args.get("from")
-        right = self.bind(from_.this, sub_scope)
+        right: Node = self.bind(from_.this, sub_scope)
         right_aliases = {right.alias.lower()}
-        where_parts = conjuncts(sub.args["where"].this) if sub.args.get("where") else []
-        correlated = [x for x in where_parts if self.refs(x, sub_scope) - right_aliases]
-        local = [x for x in where_parts if not (self.refs(x, sub_scope) - right_aliases)]
+        where_parts = predicates(sub.args["where"].this) if sub.args.get("where") else []
+        nested = [x for x in where_parts if self.is_subquery_predicate(x)]
+        plain = [x for x in where_parts if not self.is_subquery_predicate(x)]
+        correlated = [x for x in plain if self.refs(x, sub_scope) - right_aliases]
+        local = [x for x in plain if not (self.refs(x, sub_scope) - right_aliases)]
         if local:
             right = Scan(right.input, right.alias, right.columns,
                          right.filters + tuple(self.render(x, sub_scope) for x in local))
+        for x in nested:  # correlated with this subquery's input only: its scope does not see further out
+            right = self.add_subquery_join(right, x, _Scope(bindings=sub_scope.bindings))
         null_aware = False
         if isinstance(inner, exp.In):
-            if len(sub.expressions) != 1 or isinstance(inner.this, exp.Tuple):
-                raise self.fail("IN with a multi-column subquery is not supported", inner)
-            correlated.append(exp.EQ(this=self.qualify(inner.this, scope, sub_scope), expression=sub.expressions[0].copy()))
-            if negated:
-                if len(correlated) > 1:
-                    raise self.fail("a correlated NOT IN subquery is not supported; write NOT EXISTS", inner)
+            outer = inner.this.expressions if isinstance(inner.this, exp.Tuple) else [inner.this]
+            if len(outer) != len(sub.expressions):
+                raise self.fail(f"IN compares {len(outer)} column(s) with a subquery selecting {len(sub.expressions)}", inner)
+            pairs = [(self.qualify(o, scope, sub_scope), s.copy()) for o, s in zip(outer, sub.expressions)]
+            if not negated:
+                correlated += [exp.EQ(this=o, expression=s) for o, s in pairs]
+            elif correlated:
+                correlated += [exp.or_(exp.EQ(this=o, expression=s), exp.Is(this=o.copy(), expression=exp.Null()),
+                                       exp.Is(this=s.copy(), expression=exp.Null())) for o, s in pairs]
+            elif len(pairs) == 1:
+                correlated.append(exp.EQ(this=pairs[0][0], expression=pairs[0][1]))
                 null_aware = True
+            else:
+                raise self.fail("an uncorrelated NOT IN over several columns is not supported; compare one column, "
+                                "or correlate the subquery with an equality", inner)
         if not correlated:
             raise self.fail("an uncorrelated EXISTS subquery is not supported: correlate it with an equality", inner)
         join_type = JoinType.ANTI if negated else JoinType.SEMI
@@ -418,13 +440,18 @@ class _Compiler:
         return join
 
     def qualify(self, e: exp.Expression, outer: _Scope, inner: _Scope) -> exp.Expression:
-        """`e` (written in the outer query) with its columns qualified so the subquery's scope cannot capture them."""
+        """`e` (written in the outer query) with its columns qualified so the subquery's scope cannot capture them.
+
+        Where the subquery reuses an outer alias (`pk NOT IN (SELECT pk FROM t WHERE ...)` inside
+        `FROM t`), the outer input is reached through a qualifier of the compiler's own."""
         def fix(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column):
                 binding, name = self.resolve(node, outer)
-                if binding.alias.lower() in inner.bindings:
-                    raise self.fail(f"alias '{binding.alias}' is used both outside and inside the subquery; rename one", node)
-                return exp.column(name, binding.alias)
+                qualifier = binding.alias
+                if qualifier.lower() in inner.bindings:
+                    qualifier = f"outer {binding.prefix}"  # a space: no alias the user wrote can equal it
+                    inner.shadowed[qualifier.lower()] = binding
+                return exp.column(name, exp.to_identifier(qualifier, quoted=True))
             return node
 
         return e.copy().transform(fix)
@@ -479,6 +506,29 @@ def _and(parts: Iterable[exp.Expression]) -> exp.Expression:
     for p in parts[1:]:
         out = exp.And(this=out, expression=p)
     return out
+
+
+def predicates(e: exp.Expression) -> list[exp.Expression]:
+    """The AND-ed parts of a condition, with `a = b OR (a IS NULL AND b IS NULL)` read as `a <=> b`
+    (the form Flink's planner also recognises as a null-safe join key).
+
+    >>> [p.sql("spark") for p in predicates(sqlglot.parse_one("x.a = y.a OR (x.a IS NULL AND y.a IS NULL)"))]
+    ['x.a <=> y.a']
+    """
+    return [_null_safe_equality(c) for c in conjuncts(e)]
+
+
+def _null_safe_equality(c: exp.Expression) -> exp.Expression:
+    if not isinstance(c, exp.Or):
+        return c
+    branches = [b.unnest() for b in (c.this, c.expression)]
+    for eq, nulls in (branches, branches[::-1]):
+        if isinstance(eq, exp.EQ) and isinstance(nulls, exp.And):
+            tested = [t.this for t in conjuncts(nulls) if isinstance(t, exp.Is) and isinstance(t.expression, exp.Null)]
+            if len(tested) == 2 and {t.sql() for t in tested} == {eq.this.sql(), eq.expression.sql()} \
+                    and eq.this.sql() != eq.expression.sql():
+                return exp.NullSafeEQ(this=eq.this.copy(), expression=eq.expression.copy())
+    return c
 
 
 def compile_sql(model: str, sql: str, inputs: Mapping[str, InputSpec], config: ModelConfig | None = None) -> JoinPlan:
