@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from . import delta_log, formats, lease
-from .errors import InputError
+from .errors import ConcurrentRunError, InputError
 from .executor import Executor, StagedWrite
 from .plan import JoinPlan
 from .results import stage_changelog, stage_result
@@ -249,9 +249,16 @@ class Run:
         return StagedWrite(self.tables.runs, delta_log.write_small(row, self.tables.runs, tag=f"r{run_id}"), schema)
 
     def commit(self, staged: list[StagedWrite], run_id: int, manifest: Mapping[str, Any]) -> None:
+        """Commit table by table. A table that already holds this run is skipped only if an earlier
+        attempt with this very manifest committed it (a resumed run takes its manifest from there);
+        if another run planned it, that run got there first and this one stops."""
         metadata = {delta_log.MANIFEST_KEY: json.dumps(manifest), "streamjoin.run": str(run_id)}
         for write in staged:
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
+                if manifest_of(write.path) != manifest:
+                    raise ConcurrentRunError(
+                        f"another run of the same model committed {write.path} first (run {run_id}); this run stops "
+                        "before writing more: rerun it to pick up where the other left off")
                 continue  # a previous attempt of this run committed this table already
             delta_log.commit(write.path, write.actions, write.schema, partition_by=write.partition_by,
                              app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata},

@@ -15,7 +15,7 @@ import pytest
 
 from streamjoin import ConcurrentRunError, delta_log
 from streamjoin.conformance import CaseRunner, _collect
-from streamjoin.run import run_once
+from streamjoin.run import Run, run_once
 
 CASE = {
     "name": "orders_prices",
@@ -36,19 +36,30 @@ def tables_of(runner: CaseRunner, run_id: int) -> dict[str, Counter]:
             "run log files": len(runs)}
 
 
-def race(runner: CaseRunner, monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Two concurrent run_once calls on the same model; each one's report or error."""
+def race(runner: CaseRunner, monkeypatch: pytest.MonkeyPatch, *, one_after_the_other: bool) -> list[object]:
+    """Two concurrent run_once calls on the same model; each one's report or error.
+
+    Both plan and compute before either commits. Side by side, they then make their Delta commits
+    together (Delta's conflict check decides); one after the other, the first to get there
+    commits all its tables before the other starts committing (it finds them taken)."""
     barrier = threading.Barrier(2, timeout=300)
     waited: set[int] = set()
-    commit = delta_log.commit
+    arrived: list[int] = []
+    first_done = threading.Event()
+    held = (Run, "commit") if one_after_the_other else (delta_log, "commit")
+    original = getattr(*held)
 
-    def commit_after_both_planned(*args, **kwargs):
-        if threading.get_ident() not in waited:
-            waited.add(threading.get_ident())
+    def hold(*args, **kwargs):
+        me = threading.get_ident()
+        if me not in waited:
+            waited.add(me)
             barrier.wait()
-        return commit(*args, **kwargs)
+            arrived.append(me)
+            if one_after_the_other and arrived[0] != me:
+                first_done.wait(300)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(delta_log, "commit", commit_after_both_planned)
+    monkeypatch.setattr(*held, hold)
     outcomes: list[object] = [None, None]
 
     def attempt(i: int) -> None:
@@ -56,18 +67,23 @@ def race(runner: CaseRunner, monkeypatch: pytest.MonkeyPatch) -> list[object]:
             outcomes[i] = run_once(runner.spark, runner.plan, runner.tables)
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcomes[i] = exc
+        finally:
+            if arrived and arrived[0] == threading.get_ident():
+                first_done.set()
 
     threads = [threading.Thread(target=attempt, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    monkeypatch.setattr(delta_log, "commit", commit)
+    monkeypatch.setattr(*held, original)
     return outcomes
 
 
+@pytest.mark.parametrize("one_after_the_other", [False, True], ids=["side by side", "one after the other"])
 @pytest.mark.parametrize("runs_before", [0, 1], ids=["first run", "later run"])
 def test_two_concurrent_runs_one_commits_the_other_fails_and_changes_nothing(spark, tmp_path: Path, runs_before: int,
+                                                                              one_after_the_other: bool,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     raced = CaseRunner(spark, CASE, str(tmp_path / "raced"))
     single = CaseRunner(spark, CASE, str(tmp_path / "single"))
@@ -79,7 +95,7 @@ def test_two_concurrent_runs_one_commits_the_other_fails_and_changes_nothing(spa
             run_once(spark, single.plan, single.tables)
     expected = run_once(spark, single.plan, single.tables)
 
-    outcomes = race(raced, monkeypatch)
+    outcomes = race(raced, monkeypatch, one_after_the_other=one_after_the_other)
 
     errors = [o for o in outcomes if isinstance(o, BaseException)]
     reports = [o for o in outcomes if not isinstance(o, BaseException)]
