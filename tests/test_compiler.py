@@ -73,6 +73,17 @@ def test_subquery_forms_become_semi_and_anti_joins():
     assert own.right.filters == ("`orders2__amount` > 3",)
 
 
+def test_a_derived_table_is_a_scan_with_computed_columns():
+    p = plan("SELECT o.k, p.price FROM (SELECT IF(id = 3, NULL, id) AS k, ts FROM orders WHERE amount > 0) o "
+             "JOIN prices p ON o.k = p.id")
+    scan = p.root.left
+    assert scan.derived and scan.columns == (("k", "o__k"), ("ts", "o__ts"))
+    assert scan.sources == ("IF(`id` = 3, NULL, `id`)", "`ts`") and scan.source_filters == ("`amount` > 0",)
+    interval = plan("SELECT o.id FROM (SELECT id, ts FROM orders) o JOIN ships s ON o.id = s.order_id "
+                    "AND s.ship_ts BETWEEN o.ts AND o.ts + INTERVAL '1' HOUR").root
+    assert interval.time_bound is not None  # the event time passes through as it is
+
+
 def test_on_predicate_on_the_null_padded_side_is_pushed_below_the_join():
     p = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id AND p.price > 10")
     assert p.root.right.filters == ("`p__price` > 10",) and p.root.residual is None
@@ -145,7 +156,11 @@ def test_interval_join_is_recognised():
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
     ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.price OR (o.id IS NULL AND p.id IS NULL)", ["no equi-condition"]),
-    ("SELECT o.id FROM (SELECT * FROM orders) o JOIN prices p ON o.id = p.id", ["Subquery in FROM"]),
+    ("SELECT o.id FROM (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o JOIN prices p ON o.id = p.id",
+     ["subquery in FROM must select from one input"]),
+    ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
+    ("SELECT o.id FROM (SELECT DISTINCT id FROM orders) o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
+    ("SELECT o.id FROM (SELECT id, id FROM orders) o JOIN prices p ON o.id = p.id", ["same name"]),
     ("WITH x AS (SELECT * FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
 ])

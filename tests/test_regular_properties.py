@@ -34,12 +34,15 @@ GATED_JOINS = {
     "not in": "SELECT k, v FROM l WHERE k NOT IN (SELECT r.k FROM r)",
 }
 
-# Subquery forms, each run on every test session; NOT IN compares the nullable k (its NULL rule differs from EXISTS)
+# Subquery forms (and derived tables in FROM), each run on every test session; NOT IN compares the
+# nullable k (its NULL rule differs from EXISTS)
 SUBQUERY_FORMS = {
     "correlated not in": "SELECT l.k, l.v FROM l WHERE l.k NOT IN (SELECT r.k FROM r WHERE r.w = l.v)",
     "row in": "SELECT l.k, l.v FROM l WHERE (l.k, l.v) IN (SELECT r.k, r.w FROM r)",
     "not in over its own input": "SELECT k, v FROM l WHERE k NOT IN (SELECT k FROM l WHERE v > 1)",
     "nested in": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r.w FROM r WHERE r.k NOT IN (SELECT k FROM l WHERE v = 2))",
+    "derived tables": "SELECT a.k, a.v2, b.w FROM (SELECT IF(k = 3, CAST(NULL AS INT), k) AS k, v * 2 AS v2 FROM l WHERE v > 0) a "
+                      "FULL JOIN (SELECT k, w FROM r WHERE w < 3) b ON a.k = b.k",
 }
 
 keys = st.sampled_from([None, 1, 2, 3])

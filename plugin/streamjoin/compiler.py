@@ -13,7 +13,7 @@ IN / NOT IN subqueries that reduce to them. Everything else fails here, naming t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 import sqlglot
@@ -23,7 +23,7 @@ from .errors import CompileError
 from .interval import conjuncts, extract_time_bound
 from .multiway import choose_strategy
 from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, internal_name
-from .spec import InputSpec, ModelConfig
+from .spec import Column, InputSpec, ModelConfig
 from .types import JoinType, Side, q
 
 _UNSUPPORTED_CLAUSES = {
@@ -147,30 +147,72 @@ class _Compiler:
 
     # -- FROM and JOINs ---------------------------------------------------------------------
     def bind(self, table: exp.Expression, scope: _Scope) -> Scan:
+        if isinstance(table, exp.Subquery):
+            return self.bind_derived(table, scope)
         if not isinstance(table, exp.Table):
             raise self.fail(f"{type(table).__name__} in FROM is not supported: join named inputs only", table)
-        name = table.name
-        spec = self.inputs.get(name.lower()) or self.inputs.get(".".join(p.name for p in table.parts).lower())
+        spec = self.input_spec(table)
+        return self.register(table.alias_or_name, spec, spec, scope, table)
+
+    def input_spec(self, table: exp.Table) -> InputSpec:
+        spec = self.inputs.get(table.name.lower()) or self.inputs.get(".".join(p.name for p in table.parts).lower())
         if spec is None:
             known = ", ".join(sorted(s.name for s in self.inputs.values()))
-            raise self.fail(f"unknown input '{name}' (declared inputs: {known})", table)
-        alias = table.alias_or_name
+            raise self.fail(f"unknown input '{table.name}' (declared inputs: {known})", table)
+        return spec
+
+    def register(self, alias: str, view: InputSpec, spec: InputSpec, scope: _Scope, where: exp.Expression,
+                 **derived: tuple[str, ...]) -> Scan:
+        """Bind `alias` in `scope` to an input seen as `view` (its columns as the query sees them)."""
         if alias.lower() in scope.bindings:
-            raise self.fail(f"alias '{alias}' is used twice", table)
+            raise self.fail(f"alias '{alias}' is used twice", where)
         prefix = alias
         n = 1
         while prefix.lower() in self.used_prefixes:
             n += 1
             prefix = f"{alias}{n}"
         self.used_prefixes.add(prefix.lower())
-        self.prefixes[prefix] = spec
-        binding = _Binding(alias, spec, prefix)
+        self.prefixes[prefix] = view
+        binding = _Binding(alias, view, prefix)
         scope.bindings[alias.lower()] = binding
-        return Scan(
-            input=spec.name,
-            alias=prefix,
-            columns=tuple((c.name, binding.internal(c.name)) for c in spec.columns),
-        )
+        return Scan(input=spec.name, alias=prefix,
+                    columns=tuple((c.name, binding.internal(c.name)) for c in view.columns), **derived)
+
+    def bind_derived(self, table: exp.Subquery, scope: _Scope) -> Scan:
+        """A subquery in FROM that computes columns of one input and filters its rows (row by row, so
+        it is incremental as it is). It declares no unique key (its columns may not keep one), and
+        keeps the input's event time where it selects that column as it is."""
+        sub = table.this
+        from_ = (sub.args.get("from_") or sub.args.get("from")) if isinstance(sub, exp.Select) else None
+        if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
+            raise self.fail("a subquery in FROM must select from one input, without joins", table)
+        if not table.alias:
+            raise self.fail("a subquery in FROM needs an alias", table)
+        self.check_select(sub, top=True)
+        spec = self.input_spec(from_.this)
+        own = from_.this.alias_or_name
+        inner = _Scope(bindings={own.lower(): _Binding(own, spec, own)})
+        where = predicates(sub.args["where"].this) if sub.args.get("where") else []
+        for x in where:
+            if x.find(exp.Exists) or any(i.args.get("query") for i in x.find_all(exp.In)):
+                raise self.fail("a subquery inside a subquery in FROM is not supported", x)
+        columns: list[tuple[str, str, str]] = []  # name, Spark SQL over the input's columns, type ('' if computed)
+        for e in sub.expressions:
+            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+                columns += [(c.name, q(c.name), c.type) for c in spec.columns]
+                continue
+            body = e.this if isinstance(e, exp.Alias) else e
+            name = e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else e.sql("spark")
+            kind = spec.column_type(self.resolve(body, inner)[1]) if isinstance(body, exp.Column) else ""
+            columns.append((name, self.render(body, inner, as_input_columns=True), kind))
+        names = [n.lower() for n, _, _ in columns]
+        if len(set(names)) < len(names):
+            raise self.fail("a subquery in FROM selects two columns of the same name; alias them apart", table)
+        passed_time = [n for n, src, _ in columns if spec.event_time and src == q(spec.event_time)]
+        view = replace(spec, columns=tuple(Column(n, t) for n, _, t in columns), unique_key=(),
+                       event_time=passed_time[0] if passed_time else None)
+        return self.register(table.alias, view, spec, scope, table, sources=tuple(src for _, src, _ in columns),
+                             source_filters=tuple(self.render(x, inner, as_input_columns=True) for x in where))
 
     def next_id(self) -> str:
         self.join_counter += 1
@@ -240,8 +282,7 @@ class _Compiler:
             else:
                 residual.append(c)
         if isinstance(right, Scan) and right.alias in pushed:
-            right = Scan(right.input, right.alias, right.columns,
-                         right.filters + tuple(self.render(p, scope) for p in pushed[right.alias]))
+            right = replace(right, filters=right.filters + tuple(self.render(p, scope) for p in pushed[right.alias]))
         return Join(
             id=self.next_id(),
             join_type=join_type,
@@ -289,12 +330,13 @@ class _Compiler:
             s = s.parent
         raise self.fail(f"unknown column '{col.sql('spark')}'", col)
 
-    def render(self, e: exp.Expression, scope: _Scope) -> str:
-        """Spark SQL text of `e` with every column replaced by its quoted internal name."""
+    def render(self, e: exp.Expression, scope: _Scope, *, as_input_columns: bool = False) -> str:
+        """Spark SQL text of `e` with every column replaced by its quoted internal name (or, for a
+        derived table's expressions, by the input's own column name)."""
         def swap(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column):
                 binding, name = self.resolve(node, scope)
-                return exp.column(exp.to_identifier(binding.internal(name), quoted=True))
+                return exp.column(exp.to_identifier(name if as_input_columns else binding.internal(name), quoted=True))
             return node
 
         return e.copy().transform(swap).sql(dialect="spark")
@@ -303,7 +345,7 @@ class _Compiler:
         """Push a single-input predicate down to its scan where no outer join null-pads that input."""
         target = next(iter(self.refs(predicate, scope)))
         if isinstance(node, Scan):
-            return Scan(node.input, node.alias, node.columns, node.filters + (self.render(predicate, scope),))
+            return replace(node, filters=node.filters + (self.render(predicate, scope),))
         if isinstance(node, Join):
             if target in {a.lower() for a in node.left.aliases}:
                 return Join(node.id, node.join_type, self.push_into(node.left, predicate, scope), node.right,
@@ -408,8 +450,7 @@ class _Compiler:
         correlated = [x for x in plain if self.refs(x, sub_scope) - right_aliases]
         local = [x for x in plain if not (self.refs(x, sub_scope) - right_aliases)]
         if local:
-            right = Scan(right.input, right.alias, right.columns,
-                         right.filters + tuple(self.render(x, sub_scope) for x in local))
+            right = replace(right, filters=right.filters + tuple(self.render(x, sub_scope) for x in local))
         for x in nested:  # correlated with this subquery's input only: its scope does not see further out
             right = self.add_subquery_join(right, x, _Scope(bindings=sub_scope.bindings))
         null_aware = False

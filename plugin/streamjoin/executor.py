@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
@@ -51,6 +52,9 @@ class Executor:
     def schema(self, node: Node) -> StructType:
         if isinstance(node, Scan):
             spec = self.plan.inputs[node.input]
+            if node.derived:  # computed columns: their types are what Spark makes of them
+                declared = StructType([StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns])
+                return self.project(node, self.spark.createDataFrame([], declared)).schema
             return StructType([StructField(internal, _parse_datatype_string(spec.column_type(name)))
                                for name, internal in node.columns])
         if isinstance(node, Join):
@@ -77,9 +81,17 @@ class Executor:
         from .operators.multiway import run_multi_join
         return run_multi_join(self, node)
 
+    @staticmethod
+    def project(node: Scan, rows: DataFrame, *extra: SparkColumn) -> DataFrame:
+        """An input's rows as a scan sees them: a derived table's WHERE applied, its columns computed
+        under their internal names (plus `extra` columns of the input rows)."""
+        for f in node.source_filters:
+            rows = rows.where(F.expr(f))
+        return rows.select(*[F.expr(src).alias(internal) for src, (_, internal) in zip(node.column_sources, node.columns)],
+                           *extra)
+
     def scan(self, node: Scan) -> DataFrame:
-        changes = self.input_change(node.input)
-        renamed = changes.select(*[col(name).alias(internal) for name, internal in node.columns], col(WEIGHT))
+        renamed = self.project(node, self.input_change(node.input), col(WEIGHT))
         for f in node.filters:
             renamed = renamed.where(F.expr(f))
         return renamed
@@ -123,7 +135,7 @@ class Executor:
         label = child.id
         if isinstance(child, Scan):
             spec = self.plan.inputs[child.input]
-            unique_key, label = spec.unique_key, spec.name
+            unique_key, label = self.unique_key(child), spec.name
         join_cols = [e.strip("`").split("__", 1)[-1] for e in exprs]
         return JoinSide(
             side=s, label=label, schema=self.schema(child), key_exprs=exprs, key_types=key_types,
@@ -131,6 +143,10 @@ class Executor:
             tracks_degree=node.join_type.preserves(s),
             layout=StateLayout.choose(unique_key, join_cols), unique_key=unique_key,
         )
+
+    def unique_key(self, scan: Scan) -> tuple[str, ...]:
+        """The input's declared unique key, which a derived table's computed columns need not keep."""
+        return () if scan.derived else self.plan.inputs[scan.input].unique_key
 
     def state_table(self, name: str, side: JoinSide) -> StateTable:
         path = self.tables.state(name)

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Union
 
 from .spec import InputSpec, ModelConfig
-from .types import JoinType
+from .types import JoinType, q
 
 
 def internal_name(alias: str, column: str) -> str:
@@ -24,12 +24,27 @@ def internal_name(alias: str, column: str) -> str:
 
 @dataclass(frozen=True)
 class Scan:
-    """A leaf: one input's changes, renamed to internal names and filtered by pushed-down predicates."""
+    """A leaf: one input's changes, renamed to internal names and filtered by pushed-down predicates.
+
+    A derived table (`(SELECT f(a) AS x, b FROM t WHERE ...) AS d`) is a scan whose columns are
+    computed: `sources` holds each column's Spark SQL over the input's own columns, and
+    `source_filters` its WHERE, applied before the columns are computed."""
 
     input: str
     alias: str
-    columns: tuple[tuple[str, str], ...]  # (input column, internal name)
-    filters: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str], ...]  # (column name, internal name)
+    filters: tuple[str, ...] = ()  # over internal names
+    sources: tuple[str, ...] = ()  # a derived table's column expressions, over the input's columns
+    source_filters: tuple[str, ...] = ()  # a derived table's WHERE, over the input's columns
+
+    @property
+    def derived(self) -> bool:
+        return bool(self.sources)
+
+    @property
+    def column_sources(self) -> tuple[str, ...]:
+        """Spark SQL over the input's columns for each column of the scan."""
+        return self.sources or tuple(q(name) for name, _ in self.columns)
 
     @property
     def id(self) -> str:
@@ -179,7 +194,12 @@ class JoinPlan:
             pad = "  " * depth
             if isinstance(node, Scan):
                 filt = f" WHERE {' AND '.join(node.filters)}" if node.filters else ""
-                lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
+                if node.derived:
+                    where = f" WHERE {' AND '.join(node.source_filters)}" if node.source_filters else ""
+                    computed = ", ".join(f"{src} AS {q(name)}" for src, (name, _) in zip(node.sources, node.columns))
+                    lines.append(f"{pad}scan (SELECT {computed} FROM {node.input}{where}) AS {node.alias}{filt}")
+                else:
+                    lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
                 keys = " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in node.keys)
                 extra = f" residual {node.residual}" if node.residual else ""

@@ -198,8 +198,7 @@ class IntervalJoin:
         """This run's rows of a side: internal columns, row kind, and whether they pass the scan's filters."""
         scan, spec = self.scans[s], self.specs[s]
         raw = self.executor.changes[scan.input]
-        renamed = raw.select(*[col(name).alias(internal) for name, internal in scan.columns],
-                             col(spec.op_column).alias("_kind"))
+        renamed = self.executor.project(scan, raw, col(spec.op_column).alias("_kind"))
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
         return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, micros(col(self.time_column[s])))
 

@@ -41,7 +41,7 @@ def input_side(executor: "Executor", node: MultiJoin, i: int, types: tuple[str, 
     join_cols = [e.strip("`").split("__", 1)[-1] for e in node.keys[i]]
     return JoinSide(side=Side.LEFT, label=spec.name, schema=executor.schema(scan), key_exprs=node.keys[i],
                     key_types=types, null_safe=(False,) * len(types), tracks_degree=False,
-                    layout=StateLayout.choose(spec.unique_key, join_cols), unique_key=spec.unique_key)
+                    layout=StateLayout.choose(executor.unique_key(scan), join_cols), unique_key=executor.unique_key(scan))
 
 
 def nway(node: MultiJoin, frames: list[DataFrame]) -> DataFrame:
