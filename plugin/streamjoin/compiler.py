@@ -106,7 +106,7 @@ class _Compiler:
         for conjunct in predicates(where.this) if where else []:
             if self.is_subquery_predicate(conjunct):
                 root = self.add_subquery_join(root, conjunct, scope)
-            elif conjunct.find(exp.Exists) or any(i.args.get("query") for i in conjunct.find_all(exp.In)):
+            elif has_subquery(conjunct):
                 raise self.fail("a subquery inside OR or another expression is not supported; only AND-ed "
                                 "[NOT] EXISTS and [NOT] IN subqueries", conjunct)
             else:
@@ -194,7 +194,7 @@ class _Compiler:
         inner = _Scope(bindings={own.lower(): _Binding(own, spec, own)})
         where = predicates(sub.args["where"].this) if sub.args.get("where") else []
         for x in where:
-            if x.find(exp.Exists) or any(i.args.get("query") for i in x.find_all(exp.In)):
+            if has_subquery(x):
                 raise self.fail("a subquery inside a subquery in FROM is not supported", x)
         columns: list[tuple[str, str, str]] = []  # name, Spark SQL over the input's columns, type ('' if computed)
         for e in sub.expressions:
@@ -547,6 +547,11 @@ def _and(parts: Iterable[exp.Expression]) -> exp.Expression:
     for p in parts[1:]:
         out = exp.And(this=out, expression=p)
     return out
+
+
+def has_subquery(e: exp.Expression) -> bool:
+    """Whether `e` holds an EXISTS or IN subquery anywhere inside."""
+    return e.find(exp.Exists) is not None or any(i.args.get("query") for i in e.find_all(exp.In))
 
 
 def predicates(e: exp.Expression) -> list[exp.Expression]:
