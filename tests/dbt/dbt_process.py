@@ -35,8 +35,9 @@ def dbt(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Op
     executable = Path(sys.executable).with_name("dbt")
     target = local_dir / "target"
     command = [str(executable), *args, "--project-dir", str(project),
-               "--profiles-dir", str(profiles_dir or project),
-               "--target-path", str(target), "--log-path", str(local_dir / "logs")]
+               "--profiles-dir", str(profiles_dir or project), "--log-path", str(local_dir / "logs")]
+    if args[0] != "deps":  # the one command that writes no target folder (and takes no --target-path)
+        command += ["--target-path", str(target)]
     env = {
         **os.environ,
         "STREAMJOIN_LOCAL_DIR": str(local_dir),
