@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Type
+from typing import Any, Dict, List, Mapping, Optional, Type
 
-from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.base import BaseRelation, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtConfigError
 from typing_extensions import TypeAlias
 
 from dbt.adapters.streamjoin import model_code, session
+from streamjoin import StreamJoinError
+from streamjoin.api import input_spec
 from dbt.adapters.streamjoin.connections import StreamjoinConnectionManager
 from dbt.adapters.streamjoin.python_submission import SUBMISSION_METHOD, SessionPythonJobHelper
 
@@ -54,6 +57,33 @@ class StreamjoinAdapter(SparkAdapter):
             relation=relation,
             full_refresh=full_refresh,
         )
+
+    def get_columns_in_relation(self, relation: BaseRelation) -> List[SparkColumn]:
+        """The relation's columns in Spark's catalog; for a source that is only a Delta changelog of
+        a ``streaming_join`` model, the columns it is declared (or stored) with. dbt's unit tests
+        read these to build their fixtures for the model's SQL."""
+        columns = super().get_columns_in_relation(relation)
+        if columns:
+            return columns
+        source = self._source_of(relation)
+        if source is None:
+            return columns
+        declaration = model_code.input_declaration(source, str(relation), state_root=self.streamjoin_home(),
+                                                   project_root=str(self.connections.project_root))
+        try:
+            spec = input_spec(source["name"], source["name"], declaration)
+        except StreamJoinError:
+            return columns  # neither declared nor stored yet: dbt says the relation does not exist
+        return [self.Column(column=c.name, dtype=c.type) for c in spec.columns]
+
+    def _source_of(self, relation: BaseRelation) -> Optional[Dict[str, Any]]:
+        """The manifest's source node published as ``relation`` (schema and identifier), if any."""
+        sources = getattr(self.get_macro_resolver(), "sources", None) or {}
+        wanted = ((relation.schema or "").lower(), (relation.identifier or "").lower())
+        for source in sources.values():
+            if ((source.schema or "").lower(), (source.identifier or "").lower()) == wanted:
+                return source.to_dict()
+        return None
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return AdapterResponse(_message=str(submission_result or "OK"))
