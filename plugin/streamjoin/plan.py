@@ -193,11 +193,11 @@ class JoinPlan:
         def walk(node: Node, depth: int) -> None:
             pad = "  " * depth
             if isinstance(node, Scan):
-                filt = f" WHERE {' AND '.join(node.filters)}" if node.filters else ""
+                filt = _where(node.filters)
                 if node.derived:
-                    where = f" WHERE {' AND '.join(node.source_filters)}" if node.source_filters else ""
                     computed = ", ".join(f"{src} AS {q(name)}" for src, (name, _) in zip(node.sources, node.columns))
-                    lines.append(f"{pad}scan (SELECT {computed} FROM {node.input}{where}) AS {node.alias}{filt}")
+                    lines.append(f"{pad}scan (SELECT {computed} FROM {node.input}{_where(node.source_filters)}) "
+                                 f"AS {node.alias}{filt}")
                 else:
                     lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
@@ -222,3 +222,8 @@ class JoinPlan:
         lines.append("  select " + ", ".join(f"{o.expr} AS {o.name}" for o in self.outputs))
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+def _where(predicates: tuple[str, ...]) -> str:
+    """` WHERE p AND q` for an outline, or nothing."""
+    return f" WHERE {' AND '.join(predicates)}" if predicates else ""

@@ -9,11 +9,11 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtConfigError
+from streamjoin import StreamJoinError
+from streamjoin.api import input_spec
 from typing_extensions import TypeAlias
 
 from dbt.adapters.streamjoin import model_code, session
-from streamjoin import StreamJoinError
-from streamjoin.api import input_spec
 from dbt.adapters.streamjoin.connections import StreamjoinConnectionManager
 from dbt.adapters.streamjoin.python_submission import SUBMISSION_METHOD, SessionPythonJobHelper
 
