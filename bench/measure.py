@@ -122,7 +122,7 @@ class Profiler:
 
 def streamjoin_profiler() -> Profiler:
     """A profiler over the phases of ``streamjoin.run_once``."""
-    from streamjoin import delta_log, executor, run, state
+    from streamjoin import delta_log, executor, run, state, writes
     from streamjoin.operators import regular
 
     profiler = Profiler()
@@ -135,7 +135,7 @@ def streamjoin_profiler() -> Profiler:
         (executor.Executor, "stage_state", "state: stage appends"),
         (run, "stage_changelog", "changelog table: stage"),
         (run, "stage_result", "result table: stage"),
-        (delta_log, "write_files", "write data files"),
+        (writes.FileActions, "result", "wait for data-file writes"),
         (delta_log, "write_small", "write small files (run log)"),
         (delta_log, "commit", "Delta commits"),
         (run.Run, "execute", "other driver work in run_once"),

@@ -15,6 +15,7 @@ from .plan import Join, JoinPlan, MultiJoin, Node, Scan
 from .state import StateLayout, StateTable
 from .tables import ModelTables
 from .types import JoinType, Side
+from .writes import FileActions, FileWriter
 from .zset import WEIGHT, col, consolidate, from_changelog
 
 
@@ -27,10 +28,11 @@ class StagedWrite:
     """Files written for one table in this run, waiting for the run's commits."""
 
     path: str
-    actions: list
+    actions: FileActions
     schema: StructType
     partition_by: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
+    optional: bool = False  # commit only if it has actions or metadata (the table exists already)
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Executor:
     run_id: int
     changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
     persist: Callable[[DataFrame], DataFrame]
+    writer: FileWriter
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
     staged: list[StagedWrite] = field(default_factory=list)
     input_changes: dict[str, DataFrame] = field(default_factory=dict)
@@ -166,12 +169,14 @@ class Executor:
         self.metrics[node.id] = {"operator": f"{node.join_type.value} join", **result.metrics}
         for s in Side:
             self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
-        return self.persist(result.output)
+        if node is self.plan.root:
+            return result.output  # `output` consolidates the projected rows once
+        return self.persist(consolidate(result.output, [c for c in result.output.columns if c != WEIGHT]))
 
     def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
         """Write a state table's appended rows; its commit waits for the end of the run."""
         ttl = _millis(self.plan.config.state_ttl)
-        actions = state.stage(self.spark, appends, tag=f"r{self.run_id}",
+        actions = state.stage(self.spark, appends, self.writer, tag=f"r{self.run_id}",
                               expire_before=None if ttl is None else self.now_ms - ttl)
-        if actions or state.version is None or metadata:
-            self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {})))
+        self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {}),
+                                       optional=state.version is not None))

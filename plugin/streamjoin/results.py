@@ -19,6 +19,7 @@ from .executor import StagedWrite
 from .plan import JoinPlan
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from .tables import ModelTables
+from .writes import FileWriter
 from .zset import WEIGHT, col, to_changelog
 
 BUCKET = "_bucket"
@@ -28,14 +29,15 @@ def output_schema(output: DataFrame) -> StructType:
     return StructType([f for f in output.schema.fields if f.name != WEIGHT])
 
 
-def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int) -> StagedWrite:
+def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int,
+                    writer: FileWriter) -> StagedWrite:
     """The run's changelog rows, one per unit of weight, tagged with the run id."""
     names = plan.output_names
     rows = to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
     rows = rows.withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
     schema = StructType(list(output_schema(output).fields)
                         + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
-    actions = delta_log.write_files(rows.coalesce(1), tables.changelog, tag=f"r{run_id}")
+    actions = writer.write(rows.coalesce(1), tables.changelog, tag=f"r{run_id}")
     return StagedWrite(tables.changelog, actions, schema)
 
 
@@ -54,7 +56,7 @@ class StagedResult:
 
 
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
-                 versions: Mapping[str, int | None], run_id: int) -> StagedResult:
+                 versions: Mapping[str, int | None], run_id: int, writer: FileWriter) -> StagedResult:
     """Apply the run's change to the result: rewrite buckets with retractions, append the rest."""
     names = plan.output_names
     schema = output_schema(output)
@@ -78,7 +80,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         raise InputError(f"the run retracts result rows that the result does not hold: {rows}; an input "
                          "retracted a row it never inserted", model=plan.model)
     rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(_expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
-    actions = delta_log.write_files(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
+    actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
     if old_files:
         actions += delta_log.remove_actions(old_files, tables.result)
     write = StagedWrite(tables.result, actions, StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())]), (BUCKET,))

@@ -35,6 +35,7 @@ from .plan import JoinPlan
 from .results import stage_changelog, stage_result
 from .spec import InputSpec
 from .tables import ModelTables
+from .writes import FileActions, FileWriter
 from .zset import bad_row_kinds_test, col
 
 log = logging.getLogger("streamjoin")
@@ -212,19 +213,19 @@ class Run:
         if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
             return RunReport(self.plan.model, None, "no changes", offsets=offsets)
         phases = {"plan": time.time() - started}
+        writer = FileWriter()
         try:
             changes, counts = self.read_changes(manifest)
             phases["read"] = time.time() - started - sum(phases.values())
             versions = {k: v for k, v in manifest["versions"].items()}
-            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist,
+            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist, writer,
                                 int(manifest["started"] * 1000))
             output = self.persist(executor.output())
-            staged = list(executor.staged)
-            staged.append(stage_changelog(output, self.plan, self.tables, run_id))
-            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id)
-            staged.append(result.write)
+            # the result's bucket counts compute the output on every core before the changelog's one-file write reads it
+            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id, writer)
+            staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer), result.write]
             phases["join_and_write"] = time.time() - started - sum(phases.values())
-            written = {w.path: w.actions for w in executor.staged}
+            written = {w.path: w.actions.result() for w in executor.staged}
             state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
                           for p in sorted(set(self.tables.state_tables()) | set(written))}
             metrics = {**executor.metrics, "state_rows": state_rows,
@@ -234,6 +235,7 @@ class Run:
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:
+            writer.close()
             self.release()
         report.seconds = time.time() - started
         log.info(report.summary())
@@ -246,7 +248,8 @@ class Run:
         row = pa.table({"run_id": pa.array([run_id], pa.int64()), "manifest": [json.dumps(manifest)],
                         "changes_in": [json.dumps(report.changes_in)], "rows_out": [json.dumps(report.rows_out)],
                         "metrics": [json.dumps(report.metrics, default=str)]})
-        return StagedWrite(self.tables.runs, delta_log.write_small(row, self.tables.runs, tag=f"r{run_id}"), schema)
+        return StagedWrite(self.tables.runs, FileActions(known=delta_log.write_small(row, self.tables.runs, tag=f"r{run_id}")),
+                           schema)
 
     def commit(self, staged: list[StagedWrite], run_id: int, manifest: Mapping[str, Any]) -> None:
         """Commit table by table. A table that already holds this run is skipped only if an earlier
@@ -254,13 +257,16 @@ class Run:
         if another run planned it, that run got there first and this one stops."""
         metadata = {delta_log.MANIFEST_KEY: json.dumps(manifest), "streamjoin.run": str(run_id)}
         for write in staged:
+            actions = write.actions.result()
+            if write.optional and not actions and not write.metadata:
+                continue  # a state table this run did not change
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
                 if manifest_of(write.path) != manifest:
                     raise ConcurrentRunError(
                         f"another run of the same model committed {write.path} first (run {run_id}); this run stops "
                         "before writing more: rerun it to pick up where the other left off")
                 continue  # a previous attempt of this run committed this table already
-            delta_log.commit(write.path, write.actions, write.schema, partition_by=write.partition_by,
+            delta_log.commit(write.path, actions, write.schema, partition_by=write.partition_by,
                              app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata},
                              read_version=manifest["versions"].get(write.path))
 

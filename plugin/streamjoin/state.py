@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from . import delta_log
+from .writes import FileActions, FileWriter
 from .zset import WEIGHT, col
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
@@ -75,8 +76,9 @@ class StateTable:
             rows = rows.join(F.broadcast(keys), cond, "left_semi")
         return rows
 
-    def stage(self, spark: SparkSession, changes: DataFrame, *, tag: str, expire_before: int | None = None) -> list:
-        """Write appended rows (schema columns, weight, degree, updated, bucket); commit nothing.
+    def stage(self, spark: SparkSession, changes: DataFrame, writer: FileWriter, *, tag: str,
+              expire_before: int | None = None) -> FileActions:
+        """Start writing appended rows (schema columns, weight, degree, updated, bucket); commit nothing.
 
         A bucket holding `COMPACT_AT` files or more is compacted in the same commit: its old
         files and this run's changes are consolidated into new files (dropping rows that
@@ -90,7 +92,7 @@ class StateTable:
             per_bucket[int(f.partition[BUCKET])] = per_bucket.get(int(f.partition[BUCKET]), 0) + 1
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
         if not crowded:
-            return delta_log.write_files(changes.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+            return writer.write(changes.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
         old_files = [f for f in files if int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
@@ -105,7 +107,7 @@ class StateTable:
         if expire_before is not None:
             compacted = compacted.where(col(UPDATED) >= F.lit(expire_before))
         rows = changes.where(~in_crowded).unionByName(compacted.select(*[col(c) for c in names]))
-        return (delta_log.write_files(rows.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+        return (writer.write(rows.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
                 + delta_log.remove_actions(old_files, self.path))
 
     @property

@@ -43,6 +43,7 @@ from ..errors import InputError
 from ..executor import Executor, StagedWrite
 from ..plan import Join, Scan, TimeBound
 from ..types import RowKind, Side
+from ..writes import FileActions, FileWriter
 from ..zset import WEIGHT, col, consolidate
 from .regular import JoinSide, _user_struct
 
@@ -149,11 +150,11 @@ class IntervalState:
         files = [f for f in self.files if wanted(self._slice(f))]
         return delta_log.read(spark, files, self.stored_schema)
 
-    def stage(self, appends: DataFrame, alive_from: int | None, *, tag: str) -> list:
-        """Write appended rows (with their slice) and remove the slices wholly behind `alive_from`."""
+    def stage(self, appends: DataFrame, alive_from: int | None, writer: FileWriter, *, tag: str) -> FileActions:
+        """Start writing appended rows (with their slice); remove the slices wholly behind `alive_from`."""
         names = [f.name for f in self.stored_schema.fields]
-        actions: list = delta_log.write_files(appends.select(*[col(c) for c in names], col(SLICE)),
-                                              self.path, partition_by=[SLICE], tag=tag)
+        actions = writer.write(appends.select(*[col(c) for c in names], col(SLICE)), self.path,
+                               partition_by=[SLICE], tag=tag)
         if alive_from is not None:
             gone = [f for f in self.files if (self._slice(f) + 1) * self.slice_us <= alive_from]
             if gone:
@@ -341,7 +342,7 @@ class IntervalJoin:
             expired.append(state[s].where(~alive).agg(F.sum(self.names[s].w).alias("n")))
             side_padded, appends = self.settle(s, alive, tables[s], arrived[s], new[s], state[s], pairs)
             padded.extend(side_padded)
-            actions = tables[s].stage(appends, alive_from, tag=f"r{x.run_id}")
+            actions = tables[s].stage(appends, alive_from, x.writer, tag=f"r{x.run_id}")
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
         output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
         self.record(clock, expired, padded)

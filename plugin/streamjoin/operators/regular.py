@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..spec import MissingRetractionPolicy
 from ..state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
 from ..types import JoinType, Side
-from ..zset import WEIGHT, col, consolidate
+from ..zset import WEIGHT, col
 
 def _user_struct(columns: Sequence[str]) -> SparkColumn:
     """A struct of internal columns under the names the user wrote, for error messages."""
@@ -92,7 +92,7 @@ class JoinSide:
 class JoinResult:
     """What one run of a join computes: its output change, and the rows to append to state."""
 
-    output: DataFrame
+    output: DataFrame  # not consolidated: a row may come in several parts
     appends: dict[Side, DataFrame]
     metadata: dict[Side, dict[str, str]]  # commit info per side's state table
     metrics: dict[str, int]  # figures for the run log
@@ -156,7 +156,10 @@ class RegularJoin:
             merged[s] = persist(self.merge(spark, s, keyed[s], states[s], None if everything else touched,
                                            None if everything else buckets))
         self.check(merged)
-        delta_eff = {s: persist(self.effective_delta(s, merged[s])) for s in Side}
+        reused = any(self.sides[s].tracks_degree for s in Side)  # degrees read the other side's change again
+        delta_eff = {s: self.effective_delta(s, merged[s]) for s in Side}
+        if reused:
+            delta_eff = {s: persist(d) for s, d in delta_eff.items()}
         new = {s: self.new_rows(s, merged[s]) for s in Side}
         old = {s: self.old_rows(s, merged[s]) for s in Side}
 
@@ -176,8 +179,8 @@ class RegularJoin:
                 appends[s] = self.state_changes(s, rows, F.when(col(W_OLD) + col(W_DELTA) != 0, col("_deg_new")).otherwise(0))
             else:
                 appends[s] = self.state_changes(s, merged[s], None)
-        output = consolidate(reduce(DataFrame.unionByName, parts), out_cols)
-        return JoinResult(output=output, appends=appends, metadata=metadata, metrics=metrics)
+        return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
+                          metrics=metrics)
 
     def state_changes(self, s: Side, rows: DataFrame, degree: SparkColumn | None) -> DataFrame:
         """Fragments to append to a side's state so that it sums to the new weights (and degrees).
