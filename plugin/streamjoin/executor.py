@@ -45,6 +45,7 @@ class Executor:
     versions: Mapping[str, int | None]  # pinned table versions for this run
     run_id: int
     changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
+    insert_only: frozenset[str]  # inputs whose changes this run are all insertions
     persist: Callable[[DataFrame], DataFrame]
     writer: FileWriter
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
@@ -144,6 +145,7 @@ class Executor:
             side=s, label=label, schema=self.schema(child), key_exprs=exprs, key_types=key_types,
             null_safe=tuple(k.null_safe for k in node.keys),
             tracks_degree=node.join_type.preserves(s),
+            insert_only=isinstance(child, Scan) and child.input in self.insert_only,
             layout=StateLayout.choose(unique_key, join_cols), unique_key=unique_key,
         )
 

@@ -35,6 +35,7 @@ from .plan import JoinPlan
 from .results import stage_changelog, stage_result
 from .spec import InputSpec
 from .tables import ModelTables
+from .types import RowKind
 from .writes import FileActions, FileWriter
 from .zset import bad_row_kinds_test, col
 
@@ -183,15 +184,19 @@ class Run:
             raise InputError(f"its Delta table at {spec.location} {what}, so it was rebuilt; run this model with "
                              "--full-refresh", model=self.plan.model, input_name=name)
 
-    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int]]:
-        """Every input's changes for this run, validated; also how many changes each has."""
+    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int], frozenset[str]]:
+        """Every input's changes for this run, validated; how many changes each has; and the inputs
+        whose changes this run are all insertions (a row kind the upsert format derives later excepted)."""
         changes = {}
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
             _check_schema(spec, self.plan.model)
             changes[name] = self.persist(formats.read_changes(self.spark, spec, off["start"], off["end"]))
         checks = {name: row_checks(self.plan.inputs[name], df) for name, df in changes.items()}
+        retraction = {name: col(spec.op_column).isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
+                      for name, spec in self.plan.inputs.items()}
         counts = [df.agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
+                         F.count_if(retraction[name]).alias("retractions"),
                          *[F.count_if(test).alias(f"bad{i}") for i, (test, _) in enumerate(checks[name])])
                   for name, df in changes.items()]
         totals = {r["input"]: r for r in reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), counts).collect()}
@@ -200,7 +205,9 @@ class Run:
                 if row[f"bad{i}"]:
                     sample = "; ".join(str(r.asDict()) for r in changes[name].where(test).limit(3).collect())
                     raise InputError(f"{row[f'bad{i}']} {message}, e.g. {sample}", model=self.plan.model, input_name=name)
-        return changes, {name: row["n"] for name, row in totals.items()}
+        insert_only = frozenset(name for name, row in totals.items()
+                                if not row["retractions"] and self.plan.inputs[name].changelog_format != "upsert")
+        return changes, {name: row["n"] for name, row in totals.items()}, insert_only
 
     def execute(self) -> RunReport:
         with lease.holding(self.tables, "run", exclusive_of=("maintain",)):
@@ -215,11 +222,11 @@ class Run:
         phases = {"plan": time.time() - started}
         writer = FileWriter()
         try:
-            changes, counts = self.read_changes(manifest)
+            changes, counts, insert_only = self.read_changes(manifest)
             phases["read"] = time.time() - started - sum(phases.values())
             versions = {k: v for k, v in manifest["versions"].items()}
-            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, self.persist, writer,
-                                int(manifest["started"] * 1000))
+            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only, self.persist,
+                                writer, int(manifest["started"] * 1000))
             output = self.persist(executor.output())
             # the result's bucket counts compute the output on every core before the changelog's one-file write reads it
             result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id, writer)

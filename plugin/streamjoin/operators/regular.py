@@ -11,6 +11,10 @@ is positive (SEMI) — so padded rows are emitted and retracted exactly when the
 crosses 0 and 1. Degrees are updated incrementally: a stored row's new degree is its old
 degree plus its matches in ΔOther; a new row's degree is its matches in Other_new.
 
+The join is bilinear, so a side whose stored weights nothing needs (no retraction this run,
+no unique key or degree to check, no retention) joins its stored fragments unsummed and
+appends its change as it is, with no pass over its state beyond the join itself.
+
 Rows whose (non-null-safe) join key is NULL never match: on a non-preserved side they are
 dropped, on a preserved side they pass the gate with degree 0 and are never stored.
 """
@@ -56,6 +60,7 @@ class JoinSide:
     tracks_degree: bool
     layout: StateLayout
     unique_key: tuple[str, ...] = ()
+    insert_only: bool = False  # this run's change of the side holds no retraction
 
     @property
     def columns(self) -> list[str]:
@@ -150,18 +155,24 @@ class RegularJoin:
         if self.null_aware:
             self.counters = self.null_aware_counters(states[Side.RIGHT], deltas[Side.RIGHT], keyed[Side.RIGHT])
             metadata[Side.RIGHT] = {COUNTERS_KEY: json.dumps(self.counters["new"])}
-        merged = {}
+        merged, delta_eff, old, new = {}, {}, {}, {}
         for s in Side:
+            if self.appends_only(s):  # no stored row's weight matters: join the stored fragments as they are
+                side = self.sides[s]
+                delta_eff[s] = keyed[s].select(*[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
+                old[s] = self.stored(spark, s, states[s], touched, buckets).select(
+                    *[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
+                new[s] = old[s].unionByName(delta_eff[s])
+                continue
             everything = s is Side.LEFT and self.null_aware and self.counters["old"] != self.counters["new"]
             merged[s] = persist(self.merge(spark, s, keyed[s], states[s], None if everything else touched,
                                            None if everything else buckets))
+            delta_eff[s] = self.effective_delta(s, merged[s])
+            new[s] = self.new_rows(s, merged[s])
+            old[s] = self.old_rows(s, merged[s])
         self.check(merged)
-        reused = any(self.sides[s].tracks_degree for s in Side)  # degrees read the other side's change again
-        delta_eff = {s: self.effective_delta(s, merged[s]) for s in Side}
-        if reused:
+        if any(self.sides[s].tracks_degree for s in Side):  # degrees read the other side's change again
             delta_eff = {s: persist(d) for s, d in delta_eff.items()}
-        new = {s: self.new_rows(s, merged[s]) for s in Side}
-        old = {s: self.old_rows(s, merged[s]) for s in Side}
 
         parts: list[DataFrame] = []
         out_cols = self.output_columns()
@@ -177,10 +188,22 @@ class RegularJoin:
                 parts.append(self.gated_output(s, rows))
                 parts.append(self.gated_null_keys(s, null_keyed[s]))
                 appends[s] = self.state_changes(s, rows, F.when(col(W_OLD) + col(W_DELTA) != 0, col("_deg_new")).otherwise(0))
-            else:
+            elif s in merged:
                 appends[s] = self.state_changes(s, merged[s], None)
+            else:
+                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
+                                                 F.lit(self.now_ms).cast("long").alias(UPDATED),
+                                                 side.bucket(self.buckets).alias(BUCKET))
         return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
                           metrics=metrics)
+
+    def appends_only(self, s: Side) -> bool:
+        """True when this run only adds rows to a side that needs no stored row's weight: no
+        retraction to check, no unique key to check, no degree, no retention, not NOT IN."""
+        side = self.sides[s]
+        unique_checked = side.layout is not StateLayout.NO_UNIQUE_KEY and side.unique_key_columns
+        return (side.insert_only and not unique_checked and not side.tracks_degree and self.ttl_ms is None
+                and not self.null_aware)
 
     def state_changes(self, s: Side, rows: DataFrame, degree: SparkColumn | None) -> DataFrame:
         """Fragments to append to a side's state so that it sums to the new weights (and degrees).
@@ -232,13 +255,19 @@ class RegularJoin:
         bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
         return keys.withColumn(BUCKET, bucket)
 
+    def stored(self, spark: SparkSession, s: Side, state: StateTable, touched: DataFrame | None,
+               buckets: list[int] | None) -> DataFrame:
+        """A side's stored fragments (rows with weights, not summed) of the touched keys, with key columns."""
+        side = self.sides[s]
+        renamed = None if touched is None else touched.select(
+            *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
+        return state.read(spark, renamed, buckets, side.with_keys)
+
     def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable, touched: DataFrame | None,
               buckets: list[int] | None) -> DataFrame:
         """One row per distinct touched row of a side: old weight, change, old degree, in state."""
         side = self.sides[s]
-        renamed = None if touched is None else touched.select(
-            *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
-        stored = state.read(spark, renamed, buckets, side.with_keys)
+        stored = self.stored(spark, s, state, touched, buckets)
         names = side.columns + side.key_columns
         deg = col(DEGREE) if side.tracks_degree else F.lit(0).cast("long")
         zero = F.lit(0).cast("long")
@@ -263,7 +292,7 @@ class RegularJoin:
         """Fail the run (one Spark job for all checks) on retractions of rows state never held,
         and on a unique key with more than one live row."""
         problems: list[DataFrame] = []
-        for s in Side:
+        for s in merged:
             side = self.sides[s]
             live = col(W_OLD) + col(W_DELTA)
             if self.policy == "fail":
