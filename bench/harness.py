@@ -71,7 +71,7 @@ MODES: dict[str, Sizes] = {
     "tiny": Sizes(fixed_state=1_000, batch_sizes=(1_000,), state_sizes=(1_000,), state_batch=1_000,
                   other_state=1_000, other_batch=1_000, interval_changes=2_000, interval_batch=1_000,
                   load_chunk=1_000, workloads=("q20_churn",), overlap_flink=True),
-    "quick": Sizes(fixed_state=20_000, batch_sizes=(10_000, 100_000), state_sizes=(20_000, 200_000),
+    "quick": Sizes(fixed_state=20_000, batch_sizes=(10_000, 100_000, 1_000_000), state_sizes=(20_000, 200_000),
                    state_batch=10_000, other_state=20_000, other_batch=10_000, interval_changes=40_000,
                    interval_batch=10_000, load_chunk=100_000, budget_seconds=300,
                    workloads=("q20", "interval", "q20_churn", "q3", "q3_churn", "fourway_binary",

@@ -43,32 +43,37 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
+    """Every streamjoin batch of >= 100k changes against Flink's best whole-stream rate on the workload."""
     name, what = "throughput_vs_flink", "at batches >= 100k changes, streamjoin's throughput >= Flink's"
     sizes = results["sizes"]
     threshold = min(100_000, max(sizes["batch_sizes"]))
     rows = []
     for workload in sorted({p["workload"] for p in results["points"]}):
-        cmp = _comparison(results, workload)
-        flink = (cmp or {}).get("flink") or {}
-        big = [p for p in _points(results, workload) if p["batch"] >= threshold]
-        if not big or not flink.get("ok"):
+        flink_runs = [c for c in results["comparisons"]
+                      if c["workload"] == workload and (c.get("flink") or {}).get("ok")]  # fmt: skip
+        if not flink_runs:
             continue
-        best = max(big, key=lambda p: p["batch"])
-        mine = _throughput(best["run"]["changes"], best["run"]["seconds"])
-        theirs = _throughput(cmp["changes"], flink["job_seconds"])
-        rows.append({"workload": workload, "batch": best["batch"], "state": best["state"],
-                     "streamjoin_records_per_s": round(mine, 1), "flink_records_per_s": round(theirs, 1),
-                     "flink_changes": cmp["changes"], "flink_job_seconds": flink["job_seconds"],
-                     "ratio": round(mine / theirs, 4) if theirs else None,
-                     "load": best["run"]["load_before"], "results_equal": equal(cmp)})
+        cmp = max(flink_runs, key=lambda c: _throughput(c["changes"], c["flink"]["job_seconds"]))
+        theirs = _throughput(cmp["changes"], cmp["flink"]["job_seconds"])
+        for point in sorted(_points(results, workload), key=lambda p: p["batch"]):
+            if point["batch"] < threshold:
+                continue
+            mine = _throughput(point["run"]["changes"], point["run"]["seconds"])
+            rows.append({"workload": workload, "batch": point["batch"], "state": point["state"],
+                         "streamjoin_records_per_s": round(mine, 1), "flink_records_per_s": round(theirs, 1),
+                         "flink_changes": cmp["changes"], "flink_job_seconds": cmp["flink"]["job_seconds"],
+                         "ratio": round(mine / theirs, 4) if theirs else None,
+                         "load": point["run"]["load_before"], "results_equal": equal(cmp)})
     if not rows:
         return _target(name, what, None, None, None, False, f"{NOT_RUN}: no batch >= {threshold:,} with a Flink run",
                        {})
-    main = next((r for r in rows if r["workload"] == "q20"), rows[0])
+    worst = min(rows, key=lambda r: r["ratio"] if r["ratio"] is not None else 0.0)
     met = all(r["ratio"] is not None and r["ratio"] >= 1 for r in rows)
     note = "" if threshold == 100_000 else f" (this mode's largest batch, {threshold:,}, stands in for 100k)"
-    return _target(name, what + note, main["streamjoin_records_per_s"], main["flink_records_per_s"],
-                   main["ratio"], met, "met" if met else "not met", {"per_workload": rows})
+    note += (f"; every such batch against Flink's best whole-stream rate; shown: the lowest ratio "
+             f"({worst['workload']}, batch {worst['batch']:,})")
+    return _target(name, what + note, worst["streamjoin_records_per_s"], worst["flink_records_per_s"],
+                   worst["ratio"], met, "met" if met else "not met", {"per_batch": rows})
 
 
 def _vs_recompute(results: dict[str, Any]) -> dict[str, Any]:

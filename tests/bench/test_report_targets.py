@@ -1,0 +1,29 @@
+"""The throughput target holds only if every batch of >= 100k changes reaches Flink's best rate."""
+
+from __future__ import annotations
+
+from bench import report
+
+
+def _results(runs: dict[int, float]) -> dict:
+    """q20 runs (batch -> seconds) on a 20k state, and two Flink runs of 500k and 1M changes."""
+    points = [{"workload": "q20", "state": 20_000, "batch": batch,
+               "run": {"changes": batch, "seconds": seconds, "load_before": [0.0, 0.0, 0.0]}}
+              for batch, seconds in runs.items()]
+    same = {"streamjoin": {"rows": 1, "checksum": "7", "negative_rows": 0},
+            "flink": {"rows": 1, "checksum": "7", "negative_rows": 0}}
+    comparisons = [{"workload": "q20", "changes": n, "flink": {"ok": True, "job_seconds": s}, "systems": same}
+                   for n, s in ((500_000, 10.0), (1_000_000, 10.0))]  # 50k/s and 100k/s
+    return {"sizes": {"batch_sizes": sorted(runs)}, "points": points, "comparisons": comparisons}
+
+
+def test_every_large_batch_must_reach_flinks_best_rate() -> None:
+    target = report._vs_flink(_results({10_000: 100.0, 100_000: 1.0, 1_000_000: 5.0}))  # 100/s, 100k/s, 200k/s
+    assert target["met"] and target["ratio"] == 1.0  # the lowest ratio of the large batches
+    assert [r["batch"] for r in target["figures"]["per_batch"]] == [100_000, 1_000_000]
+
+
+def test_one_slow_large_batch_fails_the_target() -> None:
+    target = report._vs_flink(_results({100_000: 4.0, 1_000_000: 5.0}))  # 25k/s, then 200k/s
+    assert not target["met"]
+    assert target["peer"] == 100_000.0 and target["ratio"] == 0.25
