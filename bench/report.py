@@ -148,8 +148,10 @@ def _load(values: list[float] | None) -> str:
 
 
 def slowest_run(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The slowest measured batch run (load runs include the session's first, which warms the JVM up)."""
     runs = [r for r in results["runs"] if r.get("phases")]
-    return max(runs, key=lambda r: r["seconds"]) if runs else None
+    batches = [r for r in runs if r["role"] == "batch"] or runs
+    return max(batches, key=lambda r: r["seconds"]) if batches else None
 
 
 def write(results: dict[str, Any], out: Path) -> None:
@@ -262,7 +264,7 @@ def _profile(results: dict[str, Any]) -> list[str]:
     commits = phases.get("Delta commits", {}).get("seconds", 0.0)
     spark = run["spark_job_seconds"]
     driver = max(0.0, run["seconds"] - spark - commits)
-    lines = ["## Profile of the slowest run", "",
+    lines = ["## Profile of the slowest batch run", "",
              f"{run['workload']} {run['role']} run, state {run['state']:,}, batch {run['batch']:,}: "
              f"{run['seconds']:.2f} s at load {_load(run['load_before'])}.", "",
              f"- Spark jobs: {run['spark_jobs']} jobs, {spark:.2f} s of wall time with a job running "
