@@ -61,25 +61,28 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     names = plan.output_names
     schema = output_schema(output)
     buckets = plan.config.state_buckets
-    change = output.withColumn(BUCKET, F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int"))
+    row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
+    change = output.withColumn(BUCKET, row_bucket)
     per_bucket = change.groupBy(BUCKET).agg(
         F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0)).alias("added"),
         F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0)).alias("retracted")).collect()
     rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
-    version = versions.get(tables.result)
-    old_files = delta_log.data_files(tables.result, version, partitions=rewrite, partition_column=BUCKET) if rewrite else []
-    bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
-    old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, bucket)
     in_rewrite = col(BUCKET).isin(rewrite) if rewrite else F.lit(False)
-    merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
-              .unionByName(change.where(in_rewrite))
-              .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-    missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
-    if missing:
-        rows = "; ".join(str({c: r[c] for c in names}) for r in missing)
-        raise InputError(f"the run retracts result rows that the result does not hold: {rows}; an input "
-                         "retracted a row it never inserted", model=plan.model)
-    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(_expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
+    rows = _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names)
+    old_files: list[delta_log.DataFile] = []
+    if rewrite:  # the buckets with retractions: their rows, with this run's change applied
+        old_files = delta_log.data_files(tables.result, versions.get(tables.result), partitions=rewrite,
+                                         partition_column=BUCKET)
+        old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, row_bucket)
+        merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
+                  .unionByName(change.where(in_rewrite))
+                  .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
+        missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
+        if missing:
+            shown = "; ".join(str({c: r[c] for c in names}) for r in missing)
+            raise InputError(f"the run retracts result rows that the result does not hold: {shown}; an input "
+                             "retracted a row it never inserted", model=plan.model)
+        rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(rows)
     actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
     if old_files:
         actions += delta_log.remove_actions(old_files, tables.result)
