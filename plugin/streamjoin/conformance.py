@@ -19,10 +19,10 @@ from typing import Any, Iterable, Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, StringType,
-                               StructField, StructType, TimestampType, _parse_datatype_string)
+from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, LongType,
+                               StringType, StructField, StructType, TimestampType)
 
-from . import delta_log
+from . import delta_log, formats
 from .compiler import compile_sql
 from .errors import StreamJoinError
 from .run import run_once
@@ -98,8 +98,7 @@ class CaseRunner:
             rows = changes.get(name, [])
             if not rows and delta_log.exists(spec.location):
                 continue
-            typed = StructType([StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns]
-                               + [StructField(ROW_KIND_COLUMN, StringType())])
+            typed = StructType(list(formats.data_schema(spec).fields) + [StructField(ROW_KIND_COLUMN, StringType())])
             arrow = delta_log.arrow_schema(typed)
             columns = [pa.array([_to_python(values[i], f.dataType) for _, values in rows], type=arrow.field(i).type)
                        for i, f in enumerate(typed.fields[:-1])]
@@ -125,7 +124,7 @@ class CaseRunner:
             return []
         files = delta_log.data_files(self.tables.changelog, delta_log.version(self.tables.changelog))
         schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"]
-                            + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, _parse_datatype_string("bigint"))])
+                            + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
         df = delta_log.read(self.spark, files, schema).where(F.col(RUN_ID_COLUMN) == run_id).drop(RUN_ID_COLUMN)
         return [(r[-1], r[:-1]) for r in _collect(df)]
 

@@ -7,8 +7,9 @@ from typing import Any, Callable, Mapping, Sequence
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import StructField, StructType
 
+from .formats import data_schema, declared_type
 from .operators.regular import JoinSide, RegularJoin
 from .operators.upsert import UpsertKey, normalize
 from .plan import Join, JoinPlan, MultiJoin, Node, Scan
@@ -57,9 +58,8 @@ class Executor:
         if isinstance(node, Scan):
             spec = self.plan.inputs[node.input]
             if node.derived:  # computed columns: their types are what Spark makes of them
-                declared = StructType([StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns])
-                return self.project(node, self.spark.createDataFrame([], declared)).schema
-            return StructType([StructField(internal, _parse_datatype_string(spec.column_type(name)))
+                return self.project(node, self.spark.createDataFrame([], data_schema(spec))).schema
+            return StructType([StructField(internal, declared_type(spec.column_type(name)))
                                for name, internal in node.columns])
         if isinstance(node, Join):
             left = self.schema(node.left)
@@ -73,6 +73,15 @@ class Executor:
             delta = delta.where(F.expr(f))
         projected = delta.select(*[F.expr(o.expr).alias(o.name) for o in self.plan.outputs], col(WEIGHT))
         return consolidate(projected, self.plan.output_names)
+
+    def output_inserts_only(self) -> bool:
+        """True when this run's output change can hold no retraction: every input only inserts and
+        no join preserves unmatched rows, so every output row is a product of positive weights."""
+        def pads(node: Node) -> bool:
+            if isinstance(node, Join):
+                return any(node.join_type.preserves(s) for s in Side)
+            return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
+        return set(self.plan.inputs) <= self.insert_only and not any(pads(n) for n in self.plan.nodes())
 
     def delta(self, node: Node) -> DataFrame:
         if isinstance(node, Scan):

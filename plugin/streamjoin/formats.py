@@ -16,13 +16,14 @@ A row a format cannot read gets a NULL row kind, which the run reports as bad in
 """
 from __future__ import annotations
 
+import functools
 from functools import reduce
 from typing import Sequence
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, LongType, StringType, StructField, StructType,
+from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
 from . import delta_log
@@ -38,9 +39,16 @@ CDF_KINDS = {"insert": RowKind.INSERT, "update_preimage": RowKind.UPDATE_BEFORE,
 DEBEZIUM_IMAGES = ("before", "after")
 
 
+@functools.cache
+def declared_type(text: str) -> DataType:
+    """A declared column type (Spark SQL, e.g. `decimal(10,2)`) as a Spark type; parsed once per text,
+    as the parser is the JVM's."""
+    return _parse_datatype_string(text)
+
+
 def data_schema(spec: InputSpec) -> StructType:
     """The declared columns as a Spark schema."""
-    return StructType([StructField(c.name, _parse_datatype_string(c.type)) for c in spec.columns])
+    return StructType([StructField(c.name, declared_type(c.type)) for c in spec.columns])
 
 
 def file_schema(spec: InputSpec) -> StructType:
