@@ -13,7 +13,9 @@ from scenario import Scenario, delete, insert
 from streamjoin import ModelBusyError, delta_log, lease
 from streamjoin.__main__ import main
 from streamjoin.maintain import maintain
+from streamjoin.results import stage_result
 from streamjoin.run import run_once
+from streamjoin.writes import FileWriter
 
 SQL = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -114,3 +116,21 @@ def test_maintain_refuses_an_incomplete_run(spark, tmp_path, monkeypatch):
     with pytest.raises(ModelBusyError, match="run 2 is incomplete"):
         maintain(m.tables)
     assert m.versions() == versions
+
+
+def test_an_insert_only_run_counts_its_result_rows_and_refuses_a_retraction(spark, tmp_path):
+    """An insert-only run appends its result with no merge and counts the rows from the written files;
+    a negative weight reaching that append (a bug, not bad input) fails the write instead of vanishing."""
+    m = Scenario(spark, tmp_path, SQL, **INPUTS).run(l=[insert(1, 10), insert(1, 10)], r=[insert(1, 100), insert(2, 200)])
+    assert m.report.rows_out == {"+": 2, "-": 0}
+    assert m.result == {(1, 10, 100): 2}
+    retracting = spark.createDataFrame([(1, 10, 100, -1), (3, 30, 300, 1)], "k int, v int, w int, _weight long")
+    versions = {m.tables.result: delta_log.version(m.tables.result)}
+    writer = FileWriter()
+    try:
+        staged = stage_result(spark, retracting, m.plan, m.tables, versions, 2, writer, inserts_only=True)
+        with pytest.raises(Exception, match="streamjoin bug: model .* insert only, yet its change retracts a row"):
+            staged.counted()
+    finally:
+        writer.close()
+    assert delta_log.version(m.tables.result) == versions[m.tables.result]

@@ -245,8 +245,12 @@ def rows_after(path: str, table_version: int | None, actions: Sequence[AddAction
     """How many rows the table's live files hold once `actions` are committed on `table_version`."""
     live = {os.path.relpath(f.uri, local_path(path)): f.num_records for f in data_files(path, table_version)}
     removed = sum(live.get(a.path, 0) for a in actions if isinstance(a, RemoveAction))
-    added = sum(json.loads(a.stats)["numRecords"] for a in actions if isinstance(a, AddAction) and a.stats)
-    return sum(live.values()) - removed + added
+    return sum(live.values()) - removed + added_rows(actions)
+
+
+def added_rows(actions: Sequence[AddAction | RemoveAction]) -> int:
+    """How many rows the files that `actions` add hold (from their statistics)."""
+    return sum(json.loads(a.stats)["numRecords"] for a in actions if isinstance(a, AddAction) and a.stats)
 
 
 def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:

@@ -7,7 +7,7 @@ and appends its additions elsewhere.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,7 +19,7 @@ from .executor import StagedWrite
 from .plan import JoinPlan
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from .tables import ModelTables
-from .writes import FileWriter
+from .writes import FileActions, FileWriter
 from .zset import WEIGHT, col, to_changelog
 
 BUCKET = "_bucket"
@@ -30,14 +30,14 @@ def output_schema(output: DataFrame) -> StructType:
 
 
 def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int,
-                    writer: FileWriter) -> StagedWrite:
-    """The run's changelog rows, one per unit of weight, tagged with the run id."""
+                    writer: FileWriter, *, after: FileActions | None = None) -> StagedWrite:
+    """The run's changelog rows, one per unit of weight, tagged with the run id; written after `after`."""
     names = plan.output_names
     rows = to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
     rows = rows.withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
     schema = StructType(list(output_schema(output).fields)
                         + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
-    actions = writer.write(rows.coalesce(1), tables.changelog, tag=f"r{run_id}")
+    actions = writer.write(rows.coalesce(1), tables.changelog, tag=f"r{run_id}", after=after)
     return StagedWrite(tables.changelog, actions, schema)
 
 
@@ -48,24 +48,34 @@ def _expand(df: DataFrame, names: list[str]) -> DataFrame:
 
 @dataclass
 class StagedResult:
-    """The staged result update and how many rows it adds and retracts."""
+    """The staged result update, and how it counts the rows it adds and retracts."""
 
     write: StagedWrite
-    added: int
-    retracted: int
+    counted: Callable[[], dict[str, int]]  # {"+": rows added, "-": rows retracted}, once the write ran
 
 
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
-                 versions: Mapping[str, int | None], run_id: int, writer: FileWriter) -> StagedResult:
-    """Apply the run's change to the result: rewrite buckets with retractions, append the rest."""
+                 versions: Mapping[str, int | None], run_id: int, writer: FileWriter, *,
+                 inserts_only: bool) -> StagedResult:
+    """Apply the run's change to the result: rewrite buckets with retractions, append the rest.
+
+    A change that holds no retraction (`inserts_only`) is appended as it is, and counted by its files."""
     names = plan.output_names
     schema = output_schema(output)
     buckets = plan.config.state_buckets
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
-    per_bucket = change.groupBy(BUCKET).agg(
-        F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0)).alias("added"),
-        F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0)).alias("retracted")).collect()
+    added = F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0))
+    retracted = F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0))
+    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
+    if inserts_only:  # a negative weight would be a bug: it fails the write rather than go missing
+        positive = F.when(col(WEIGHT) > 0, F.lit(True)).otherwise(F.raise_error(F.lit(
+            f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")))
+        rows = _expand(change.where(positive), names)
+        actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
+        return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)),
+                            lambda: {"+": delta_log.added_rows(actions.result()), "-": 0})
+    per_bucket = change.groupBy(BUCKET).agg(added.alias("added"), retracted.alias("retracted")).collect()
     rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
     in_rewrite = col(BUCKET).isin(rewrite) if rewrite else F.lit(False)
     rows = _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names)
@@ -86,5 +96,6 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
     if old_files:
         actions += delta_log.remove_actions(old_files, tables.result)
-    write = StagedWrite(tables.result, actions, StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())]), (BUCKET,))
-    return StagedResult(write, sum(r["added"] for r in per_bucket), sum(r["retracted"] for r in per_bucket))
+    counts = {"+": sum(r["added"] for r in per_bucket), "-": sum(r["retracted"] for r in per_bucket)}
+    return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)), lambda: counts)
+

@@ -228,9 +228,14 @@ class Run:
             executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only, self.persist,
                                 writer, int(manifest["started"] * 1000))
             output = self.persist(executor.output())
-            # the result's bucket counts compute the output on every core before the changelog's one-file write reads it
-            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id, writer)
-            staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer), result.write]
+            # the result computes the output on every core (its bucket counts, else its append) before the
+            # changelog's one-file write reads it; one job at a time computes a lazily checkpointed frame
+            inserts_only = executor.output_inserts_only()
+            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id, writer,
+                                  inserts_only=inserts_only)
+            changelog = stage_changelog(output, self.plan, self.tables, run_id, writer,
+                                        after=result.write.actions if inserts_only else None)
+            staged = [*executor.staged, changelog, result.write]
             phases["join_and_write"] = time.time() - started - sum(phases.values())
             written = {w.path: w.actions.result() for w in executor.staged}
             state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
@@ -238,7 +243,7 @@ class Run:
             metrics = {**executor.metrics, "state_rows": state_rows,
                        "phases_s": {k: round(v, 3) for k, v in phases.items()}}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
-                               rows_out={"+": result.added, "-": result.retracted}, metrics=metrics)
+                               rows_out=result.counted(), metrics=metrics)
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:

@@ -42,10 +42,16 @@ class FileWriter:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="streamjoin-write")
         self.started: list[Future] = []
 
-    def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str) -> FileActions:
-        """Start writing a DataFrame's rows as new files of the table at `path` (see `delta_log.write_files`)."""
-        job = inheritable_thread_target(df.sparkSession)(
-            lambda: delta_log.write_files(df, path, partition_by=partition_by, tag=tag))
+    def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str,
+              after: FileActions | None = None) -> FileActions:
+        """Start writing a DataFrame's rows as new files of the table at `path` (see `delta_log.write_files`),
+        once the writes of `after` are done (when they compute intermediate results `df` reads)."""
+        def write() -> list[Action]:
+            if after is not None:
+                after.result()
+            return delta_log.write_files(df, path, partition_by=partition_by, tag=tag)
+
+        job = inheritable_thread_target(df.sparkSession)(write)
         future = self.pool.submit(job)
         self.started.append(future)
         return FileActions([future])
