@@ -191,9 +191,7 @@ class RegularJoin:
             elif s in merged:
                 appends[s] = self.state_changes(s, merged[s], None)
             else:
-                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
-                                                 F.lit(self.now_ms).cast("long").alias(UPDATED),
-                                                 side.bucket(self.buckets).alias(BUCKET))
+                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT), *self.stamps(side))
         return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
                           metrics=metrics)
 
@@ -216,8 +214,11 @@ class RegularJoin:
         if degree is not None:
             cols.append((degree - col(DEG_STORED)).alias(DEGREE))
             changed = changed | (col(DEGREE) != 0)
-        cols += [F.lit(self.now_ms).cast("long").alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
-        return rows.select(*cols).where(changed)
+        return rows.select(*cols, *self.stamps(side)).where(changed)
+
+    def stamps(self, side: JoinSide) -> list[SparkColumn]:
+        """The columns every row appended to a side's state carries: the run's time and the row's bucket."""
+        return [F.lit(self.now_ms).cast("long").alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
 
     def null_aware_counters(self, state: StateTable, delta: DataFrame, keyed_delta: DataFrame) -> dict[str, dict[str, int]]:
         """NOT IN depends on two global facts about the subquery side: is it empty, has it a NULL.
