@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -65,37 +65,46 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     buckets = plan.config.state_buckets
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
-    added = F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0))
-    retracted = F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0))
-    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
     if inserts_only:  # a negative weight would be a bug: it fails the write rather than go missing
         positive = F.when(col(WEIGHT) > 0, F.lit(True)).otherwise(F.raise_error(F.lit(
             f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")))
-        rows = _expand(change.where(positive), names)
-        actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
-        return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)),
-                            lambda: {"+": delta_log.added_rows(actions.result()), "-": 0})
-    per_bucket = change.groupBy(BUCKET).agg(added.alias("added"), retracted.alias("retracted")).collect()
-    rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
-    in_rewrite = col(BUCKET).isin(rewrite) if rewrite else F.lit(False)
-    rows = _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names)
-    old_files: list[delta_log.DataFile] = []
-    if rewrite:  # the buckets with retractions: their rows, with this run's change applied
-        old_files = delta_log.data_files(tables.result, versions.get(tables.result), partitions=rewrite,
-                                         partition_column=BUCKET)
-        old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, row_bucket)
-        merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
-                  .unionByName(change.where(in_rewrite))
-                  .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-        missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
-        if missing:
-            shown = "; ".join(str({c: r[c] for c in names}) for r in missing)
-            raise InputError(f"the run retracts result rows that the result does not hold: {shown}; an input "
-                             "retracted a row it never inserted", model=plan.model)
-        rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(rows)
+        rows, old_files, counts = _expand(change.where(positive), names), [], None
+    else:
+        rows, old_files, counts = _apply_retractions(spark, change, schema, row_bucket, plan, tables.result,
+                                                     versions.get(tables.result))
     actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
     if old_files:
         actions += delta_log.remove_actions(old_files, tables.result)
-    counts = {"+": sum(r["added"] for r in per_bucket), "-": sum(r["retracted"] for r in per_bucket)}
-    return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)), lambda: counts)
+    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
+    counted = (lambda: counts) if counts is not None else \
+        (lambda: {"+": delta_log.added_rows(actions.result()), "-": 0})
+    return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)), counted)
 
+
+def _apply_retractions(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column,
+                       plan: JoinPlan, path: str, version: int | None
+                       ) -> tuple[DataFrame, list[delta_log.DataFile], dict[str, int]]:
+    """The rows to write for a change with retractions: the buckets it retracts from, rewritten with
+    the change applied (their files to remove), and the additions to the other buckets; with counts."""
+    names = plan.output_names
+    added = F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0))
+    retracted = F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0))
+    per_bucket = change.groupBy(BUCKET).agg(added.alias("added"), retracted.alias("retracted")).collect()
+    counts = {"+": sum(r["added"] for r in per_bucket), "-": sum(r["retracted"] for r in per_bucket)}
+    rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
+    if not rewrite:
+        return _expand(change.where(col(WEIGHT) > 0), names), [], counts
+    in_rewrite = col(BUCKET).isin(rewrite)
+    old_files = delta_log.data_files(path, version, partitions=rewrite, partition_column=BUCKET)
+    old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, row_bucket)
+    merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
+              .unionByName(change.where(in_rewrite))
+              .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
+    missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
+    if missing:
+        shown = "; ".join(str({c: r[c] for c in names}) for r in missing)
+        raise InputError(f"the run retracts result rows that the result does not hold: {shown}; an input "
+                         "retracted a row it never inserted", model=plan.model)
+    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(
+        _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
+    return rows, old_files, counts
