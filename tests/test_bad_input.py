@@ -130,3 +130,15 @@ def test_a_null_event_time_fails_the_run(spark, tmp_path):
     assert "model 'bad_input_model'" in message and "input 's'" in message and "NULL event time" in message
     assert "'id': 3" in message, message
     assert runner.versions() == before
+
+
+def test_a_result_table_changed_outside_streamjoin_fails_the_retracting_run(model):
+    DeltaTable(model.tables.result).delete("k = 1")  # someone else's write: the joined row (1, 10, 100) is gone
+    before = model.versions()
+    with pytest.raises(Exception) as err:
+        model.run(l=[delete(1, 10)])
+    message = str(err.value)
+    assert "model bad_input_model's run retracts a row its result table does not hold" in message, message
+    assert '{"k":1,"v":10,"w":100}' in message, message
+    after = model.versions()
+    assert after == before, {k: (v, after[k]) for k, v in before.items() if after[k] != v}

@@ -14,7 +14,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from . import delta_log
-from .errors import InputError
 from .executor import StagedWrite
 from .plan import JoinPlan
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
@@ -41,6 +40,16 @@ def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_
     return StagedWrite(tables.changelog, actions, schema)
 
 
+def _added_or_fail(names: list[str], message: str) -> Column:
+    """True for rows to add, false for rows that sum to nothing; a negative weight fails the write
+    (and so the run, which then commits nothing) with `message` and the row.
+
+    State checks reject retractions of rows never inserted before any output is computed, so a
+    negative weight here means a streamjoin bug or a result table changed outside streamjoin."""
+    shown = F.concat(F.lit(f"{message}: "), F.to_json(F.struct(*[col(c) for c in names])))
+    return F.when(col(WEIGHT) >= 0, col(WEIGHT) > 0).otherwise(F.raise_error(shown))
+
+
 def _expand(df: DataFrame, names: list[str]) -> DataFrame:
     return df.select(*[col(c) for c in names], col(BUCKET),
                      F.explode(F.array_repeat(F.lit(1), col(WEIGHT).cast("int"))).alias("_unit")).drop("_unit")
@@ -65,10 +74,10 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     buckets = plan.config.state_buckets
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
-    if inserts_only:  # a negative weight would be a bug: it fails the write rather than go missing
-        positive = F.when(col(WEIGHT) > 0, F.lit(True)).otherwise(F.raise_error(F.lit(
-            f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")))
-        rows, old_files, counts = _expand(change.where(positive), names), [], None
+    if inserts_only:
+        rows = _expand(change.where(_added_or_fail(names, f"streamjoin bug: model {plan.model}'s run was to insert "
+                                                          "only, yet its change retracts a row")), names)
+        old_files, counts = [], None
     else:
         rows, old_files, counts = _apply_retractions(spark, change, schema, row_bucket, plan, tables.result,
                                                      versions.get(tables.result))
@@ -100,11 +109,8 @@ def _apply_retractions(spark: SparkSession, change: DataFrame, schema: StructTyp
     merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
               .unionByName(change.where(in_rewrite))
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-    missing = merged.where(col(WEIGHT) < 0).limit(3).collect()
-    if missing:
-        shown = "; ".join(str({c: r[c] for c in names}) for r in missing)
-        raise InputError(f"the run retracts result rows that the result does not hold: {shown}; an input "
-                         "retracted a row it never inserted", model=plan.model)
-    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(
+    held = _added_or_fail(names, f"model {plan.model}'s run retracts a row its result table does not hold "
+                                 "(was the table changed outside streamjoin?)")
+    rows = _expand(merged.where(held), names).unionByName(
         _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
     return rows, old_files, counts

@@ -264,12 +264,13 @@ class Run:
                            schema)
 
     def commit(self, staged: list[StagedWrite], run_id: int, manifest: Mapping[str, Any]) -> None:
-        """Commit table by table. A table that already holds this run is skipped only if an earlier
-        attempt with this very manifest committed it (a resumed run takes its manifest from there);
-        if another run planned it, that run got there first and this one stops."""
+        """Commit table by table, once every table's files are written (so a failed write commits
+        nothing). A table that already holds this run is skipped only if an earlier attempt with this
+        very manifest committed it (a resumed run takes its manifest from there); if another run
+        planned it, that run got there first and this one stops."""
         metadata = {delta_log.MANIFEST_KEY: json.dumps(manifest), "streamjoin.run": str(run_id)}
-        for write in staged:
-            actions = write.actions.result()
+        written = [(write, write.actions.result()) for write in staged]  # a failed write stops the run here
+        for write, actions in written:
             if write.optional and not actions and not write.metadata:
                 continue  # a state table this run did not change
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
