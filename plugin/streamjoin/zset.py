@@ -5,6 +5,7 @@ weights of identical rows and drops zeros, so a run's net change has no cancelli
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 from pyspark.sql import Column as SparkColumn
@@ -16,8 +17,12 @@ from .types import ROW_KINDS, RowKind, q
 WEIGHT = "_weight"
 
 
+@lru_cache(maxsize=4096)
 def col(name: str) -> SparkColumn:
-    """A column reference that is safe for any name (dots, spaces, backticks)."""
+    """A column reference that is safe for any name (dots, spaces, backticks).
+
+    Columns are immutable, so one object per name serves every plan (a run builds thousands of
+    references, each a round trip to the JVM)."""
     return F.col(q(name))
 
 
