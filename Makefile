@@ -43,11 +43,12 @@ $(BENCH_STAMP): bench/requirements-bench.txt $(STAMP)
 	touch $(BENCH_STAMP)
 
 # Benchmarks against Flink, Spark batch recompute and Spark Structured Streaming: bench/REPORT.md
+# (quick mode) and bench/full/REPORT.md (full mode)
 bench: setup flink-setup $(BENCH_STAMP)
 	$(BIN)/python -m bench.harness --mode quick
 
 bench-full: setup flink-setup $(BENCH_STAMP)
-	$(BIN)/python -m bench.harness --mode full --driver-memory 8g
+	$(BIN)/python -m bench.harness --mode full --driver-memory 8g --out bench/full
 
 # The example dbt project, scheduled by its Airflow DAG for three batches of changes.
 demo: setup
