@@ -291,12 +291,13 @@ class RegularJoin:
 
     def check(self, merged: dict[Side, DataFrame]) -> None:
         """Fail the run (one Spark job for all checks) on retractions of rows state never held,
-        and on a unique key with more than one live row."""
+        and on a unique key with more than one live row. A side whose change holds no retraction
+        cannot retract a row, so it has no job to run for the first check."""
         problems: list[DataFrame] = []
         for s in merged:
             side = self.sides[s]
             live = col(W_OLD) + col(W_DELTA)
-            if self.policy == "fail":
+            if self.policy == "fail" and not side.insert_only:
                 problems.append(merged[s].where(live < 0).select(
                     F.lit("missing").alias("kind"), F.lit(side.label).alias("input"),
                     F.to_json(_user_struct(side.columns)).alias("row"), (-col(W_DELTA)).alias("n"), col(W_OLD).alias("held")))
