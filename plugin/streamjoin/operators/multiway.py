@@ -26,7 +26,7 @@ from ..plan import MultiJoin
 from ..state import BUCKET, StateLayout
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
-from .regular import JoinSide, RegularJoin
+from .regular import JoinSide, RegularJoin, fail_on_problems
 
 if TYPE_CHECKING:
     from ..executor import Executor
@@ -68,13 +68,10 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
     sides = [input_side(executor, node, i, types) for i in range(len(node.inputs))]
     ttl_ms = None if config.state_ttl is None else int(config.state_ttl.total_seconds() * 1000)
 
-    def binary(left: JoinSide, right: JoinSide) -> RegularJoin:
-        """Inputs seen through the binary join's state handling (merge, checks, old/new rows, appends)."""
-        return RegularJoin(join_type=JoinType.INNER, left=left, right=right, residual=None,
-                           buckets=config.state_buckets, policy=config.on_missing_retraction,
-                           model=executor.plan.model, now_ms=executor.now_ms, ttl_ms=ttl_ms)
-
-    views = [binary(s, s) for s in sides]
+    # each input seen through the binary join's state handling (merge, checks, old/new rows, appends)
+    views = [RegularJoin(join_type=JoinType.INNER, left=s, right=s, residual=None, buckets=config.state_buckets,
+                         policy=config.on_missing_retraction, model=executor.plan.model, now_ms=executor.now_ms,
+                         ttl_ms=ttl_ms) for s in sides]
     states = [executor.state_table(f"{node.id}_{i}", s) for i, s in enumerate(sides)]
     keyed = [s.with_keys(executor.delta(scan)) for s, scan in zip(sides, node.inputs)]
     null_first = keyed[0].where(sides[0].null_key())
@@ -93,9 +90,7 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
 
     merged = [executor.persist(v.merge(spark, Side.LEFT, k, st, touched, buckets))
               for v, k, st in zip(views, keyed, states)]
-    for i in range(0, len(sides), 2):  # one Spark job checks two inputs
-        j = min(i + 1, len(sides) - 1)
-        binary(sides[i], sides[j]).check({Side.LEFT: merged[i], Side.RIGHT: merged[j] if j > i else merged[j].limit(0)})
+    fail_on_problems([p for view, m in zip(views, merged) for p in view.problems({Side.LEFT: m})], executor.plan.model)
 
     frames = []
     for i, (view, side, m) in enumerate(zip(views, sides, merged)):

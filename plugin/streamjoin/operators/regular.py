@@ -170,7 +170,7 @@ class RegularJoin:
             delta_eff[s] = self.effective_delta(s, merged[s])
             new[s] = self.new_rows(s, merged[s])
             old[s] = self.old_rows(s, merged[s])
-        self.check(merged)
+        fail_on_problems(self.problems(merged), self.model)
         if any(self.sides[s].tracks_degree for s in Side):  # degrees read the other side's change again
             delta_eff = {s: persist(d) for s, d in delta_eff.items()}
 
@@ -289,10 +289,10 @@ class RegularJoin:
             merged = merged.withColumn(W_DELTA, F.greatest(col(W_DELTA), -col(W_OLD)))
         return merged
 
-    def check(self, merged: dict[Side, DataFrame]) -> None:
-        """Fail the run (one Spark job for all checks) on retractions of rows state never held,
-        and on a unique key with more than one live row. A side whose change holds no retraction
-        cannot retract a row, so it has no job to run for the first check."""
+    def problems(self, merged: dict[Side, DataFrame]) -> list[DataFrame]:
+        """Bad input rows, for `fail_on_problems`: retractions of rows state never held, and unique
+        keys with more than one live row. A side whose change holds no retraction cannot retract a
+        row, so it needs no frame for the first."""
         problems: list[DataFrame] = []
         for s in merged:
             side = self.sides[s]
@@ -307,25 +307,7 @@ class RegularJoin:
                                 .where(col("n") > 1).select(F.lit("duplicate").alias("kind"), F.lit(side.label).alias("input"),
                                                             F.to_json(_user_struct(key)).alias("row"), col("n"),
                                                             F.lit(0).cast("long").alias("held")))
-        if not problems:
-            return
-        found = reduce(DataFrame.unionByName, problems).limit(6).collect()
-        for kind in ("missing", "duplicate"):
-            rows = [r for r in found if r["kind"] == kind]
-            if not rows:
-                continue
-            label = rows[0]["input"]
-            if kind == "missing":
-                detail = "; ".join(f"{r['row']} retracted {r['n']} time(s), held {r['held']}" for r in rows if r["input"] == label)
-                raise InputError(
-                    f"a retraction of a row that state never held: {detail}. Each -U/-D must retract a row "
-                    "inserted earlier; set on_missing_retraction='ignore' to drop such retractions as Flink does",
-                    model=self.model, input_name=label)
-            detail = "; ".join(f"{r['row']} has {r['n']} live rows" for r in rows if r["input"] == label)
-            raise InputError(
-                f"more than one live row for a unique key: {detail}; retract the old row (-U) before "
-                "inserting its new version (+U), or drop unique_key from the declaration",
-                model=self.model, input_name=label)
+        return problems
 
     def effective_delta(self, s: Side, merged: DataFrame) -> DataFrame:
         side = self.sides[s]
@@ -386,3 +368,27 @@ class RegularJoin:
 
     def gated_null_keys(self, s: Side, rows: DataFrame) -> DataFrame:
         return rows.select(*self.padded(s, col(WEIGHT) * self.gate(F.lit(0)))).where(col(WEIGHT) != 0)
+
+
+def fail_on_problems(problems: Sequence[DataFrame], model: str) -> None:
+    """Raise an InputError naming the input and rows if any frame of `RegularJoin.problems` has a
+    row (one Spark job for them all; none if there is no frame)."""
+    if not problems:
+        return
+    found = reduce(DataFrame.unionByName, problems).limit(6).collect()
+    for kind in ("missing", "duplicate"):
+        rows = [r for r in found if r["kind"] == kind]
+        if not rows:
+            continue
+        label = rows[0]["input"]
+        if kind == "missing":
+            detail = "; ".join(f"{r['row']} retracted {r['n']} time(s), held {r['held']}" for r in rows if r["input"] == label)
+            raise InputError(
+                f"a retraction of a row that state never held: {detail}. Each -U/-D must retract a row "
+                "inserted earlier; set on_missing_retraction='ignore' to drop such retractions as Flink does",
+                model=model, input_name=label)
+        detail = "; ".join(f"{r['row']} has {r['n']} live rows" for r in rows if r["input"] == label)
+        raise InputError(
+            f"more than one live row for a unique key: {detail}; retract the old row (-U) before "
+            "inserting its new version (+U), or drop unique_key from the declaration",
+            model=model, input_name=label)
