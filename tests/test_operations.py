@@ -59,6 +59,13 @@ def test_status_shows_recent_runs_and_table_sizes(model, capsys):
     assert int(table_rows["runs"][3]) == 3
 
 
+def test_runs_write_no_checksum_files_beside_their_data_files(model):
+    """Each table's Delta log is its record; Hadoop's `.crc` twin of every local file is not written."""
+    written = [name for _, _, names in os.walk(model.tables.home) for name in names]
+    assert any(name.endswith(".parquet") for name in written)
+    assert not [name for name in written if name.endswith(".crc")]
+
+
 def test_maintain_compacts_trims_and_the_model_keeps_running(model, capsys):
     before = {p: files(p) for p in model.tables.all_tables()}
     changelog_version = delta_log.version(model.tables.changelog)

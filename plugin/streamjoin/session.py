@@ -53,3 +53,17 @@ def apply_runtime_defaults(spark: SparkSession) -> None:
     """Settings a run relies on, applied to any session (also one dbt or a cluster created)."""
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
+    if spark.sparkContext.master.startswith("local"):
+        skip_local_checksum_files(spark)
+
+
+def skip_local_checksum_files(spark: SparkSession) -> None:
+    """Stop Hadoop's local file system from writing a `.crc` file beside each file it writes.
+
+    A run writes dozens of small data files; their `.crc` twins cost as much again to create
+    and rename, and no Delta reader uses them. Files already with one are still verified. In
+    local mode every task shares the driver's cached file system, which this sets."""
+    jvm = spark._jvm
+    local = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"),
+                                                    spark.sparkContext._jsc.hadoopConfiguration())
+    local.setWriteChecksum(False)
