@@ -9,12 +9,25 @@ It goes through the same compiler, run protocol and Delta tables as the conforma
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
 from streamjoin.conformance import CaseRunner, _collect
+from streamjoin import state
 from streamjoin.run import run_once
+
+
+@contextmanager
+def compacting_at(bucket_files: int, level0_files: int) -> Iterator[None]:
+    """State compaction thresholds for the block: a bucket's files, and level 0's files."""
+    saved = state.COMPACT_AT, state.LEVEL0_FILES
+    state.COMPACT_AT, state.LEVEL0_FILES = bucket_files, level0_files
+    try:
+        yield
+    finally:
+        state.COMPACT_AT, state.LEVEL0_FILES = saved
 
 
 def insert(*values: Any) -> tuple[str, list]:

@@ -7,13 +7,15 @@ into random runs. The oracle is independent of the operators: it is Spark SQL ov
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oracle import batch_result
-from scenario import Scenario
+from streamjoin import state
+from scenario import Scenario, compacting_at
 
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
 CONDITIONS = ["l.k = r.k", "l.k <=> r.k", "l.k = r.k AND l.v > r.w", "r.k = l.k AND l.v + r.w < 4",
@@ -82,35 +84,43 @@ def changelog_runs(draw, runs: int = 3):
     return out
 
 
-def check_against_batch(spark, tmp_path, sql: str, runs: list[dict]) -> None:
-    model = Scenario(spark, tmp_path, sql, **INPUTS)
-    seen: dict[str, list] = {"l": [], "r": []}
-    before: Counter = Counter()
-    for i, run in enumerate(runs):
-        model.run(**run)
-        for name, changes in run.items():
-            seen[name] += changes
-        after = batch_result(spark, sql, INPUTS, seen)
-        assert model.result == after, f"run {i}: result differs from batch for {sql}"
-        expected_change = Counter(after)
-        expected_change.subtract(before)
-        assert model.changelog == Counter({k: v for k, v in expected_change.items() if v}), f"run {i}: changelog"
-        before = after
+# State compaction thresholds (files per bucket, level-0 files): the defaults, which three runs
+# never reach, and small ones under which runs fold level 0 into buckets and compact buckets.
+COMPACTION = st.sampled_from([(state.COMPACT_AT, state.LEVEL0_FILES), (1, 1), (2, 1)])
+
+
+def check_against_batch(spark, tmp_path, sql: str, runs: list[dict], compaction: tuple[int, int] | None = None) -> None:
+    with compacting_at(*compaction) if compaction else nullcontext():
+        model = Scenario(spark, tmp_path, sql, **INPUTS)
+        seen: dict[str, list] = {"l": [], "r": []}
+        before: Counter = Counter()
+        for i, run in enumerate(runs):
+            model.run(**run)
+            for name, changes in run.items():
+                seen[name] += changes
+            after = batch_result(spark, sql, INPUTS, seen)
+            assert model.result == after, f"run {i}: result differs from batch for {sql}"
+            expected_change = Counter(after)
+            expected_change.subtract(before)
+            assert model.changelog == Counter({k: v for k, v in expected_change.items() if v}), f"run {i}: changelog"
+            before = after
 
 
 PROPERTY = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 
 
 @PROPERTY
-@given(join=st.sampled_from(sorted(PAIR_JOINS)), cond=st.sampled_from(CONDITIONS), runs=changelog_runs())
-def test_inner_and_outer_joins_match_batch(spark, tmp_path_factory, join, cond, runs):
-    check_against_batch(spark, tmp_path_factory.mktemp("p"), PAIR_JOINS[join].format(c=cond), runs)
+@given(join=st.sampled_from(sorted(PAIR_JOINS)), cond=st.sampled_from(CONDITIONS), runs=changelog_runs(),
+       compaction=COMPACTION)
+def test_inner_and_outer_joins_match_batch(spark, tmp_path_factory, join, cond, runs, compaction):
+    check_against_batch(spark, tmp_path_factory.mktemp("p"), PAIR_JOINS[join].format(c=cond), runs, compaction)
 
 
 @PROPERTY
-@given(join=st.sampled_from(sorted(GATED_JOINS)), cond=st.sampled_from(CONDITIONS), runs=changelog_runs())
-def test_semi_anti_and_in_subqueries_match_batch(spark, tmp_path_factory, join, cond, runs):
-    check_against_batch(spark, tmp_path_factory.mktemp("p"), GATED_JOINS[join].format(c=cond), runs)
+@given(join=st.sampled_from(sorted(GATED_JOINS)), cond=st.sampled_from(CONDITIONS), runs=changelog_runs(),
+       compaction=COMPACTION)
+def test_semi_anti_and_in_subqueries_match_batch(spark, tmp_path_factory, join, cond, runs, compaction):
+    check_against_batch(spark, tmp_path_factory.mktemp("p"), GATED_JOINS[join].format(c=cond), runs, compaction)
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)

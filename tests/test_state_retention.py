@@ -2,22 +2,29 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
-import streamjoin.state
-from scenario import Scenario, delete, insert
+from scenario import Scenario, compacting_at, delete, insert
 
 SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
 
 
-def live_files(path: str) -> int:
-    return len(pa.table(DeltaTable(path).get_add_actions(flatten=True)))
+def live_files(path: str) -> list[dict]:
+    return pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
 
 
-def test_idle_rows_leave_state_after_the_ttl(spark, tmp_path):
+@pytest.mark.parametrize("compaction", [None, (1, 1)], ids=["default", "compacting every run"])
+def test_idle_rows_leave_state_after_the_ttl(spark, tmp_path, compaction):
+    with compacting_at(*compaction) if compaction else nullcontext():
+        check_idle_rows_leave_state(spark, tmp_path)
+
+
+def check_idle_rows_leave_state(spark, tmp_path) -> None:
     m = Scenario(spark, tmp_path, SQL, config={"state_ttl": "1 second"}, **INPUTS)
     m.run(r=[insert(1, 100)])
     time.sleep(1.5)
@@ -34,19 +41,23 @@ def test_rows_within_the_ttl_still_match(spark, tmp_path):
 
 
 def test_ttl_with_failing_retractions_is_a_config_error():
-    import pytest
-
     from streamjoin import ConfigError, ModelConfig
 
     with pytest.raises(ConfigError, match="on_missing_retraction='ignore'"):
         ModelConfig.from_dict({"state_ttl": "1 hour", "on_missing_retraction": "fail"})
 
 
-def test_crowded_buckets_are_compacted_without_changing_results(spark, tmp_path, monkeypatch):
-    monkeypatch.setattr(streamjoin.state, "COMPACT_AT", 3)
-    m = Scenario(spark, tmp_path, SQL, config={"state_buckets": 1}, **INPUTS)
-    state = m.tables.state("j1_left")
-    for i in range(5):
-        m.run(l=[insert(1, i)] + ([delete(1, i - 1)] if i else []), r=[insert(1, 100 + i)])
-        assert live_files(state) <= 3
-    assert m.result == {(1, 4, 100 + j): 1 for j in range(5)}
+def test_state_files_stay_few_as_runs_fold_level0_and_compact_buckets(spark, tmp_path):
+    with compacting_at(2, 2):
+        m = Scenario(spark, tmp_path, SQL, config={"state_buckets": 1}, **INPUTS)
+        state = m.tables.state("j1_left")
+        seen = []
+        for i in range(8):
+            m.run(l=[insert(1, i)] + ([delete(1, i - 1)] if i else []), r=[insert(1, 100 + i)])
+            files = live_files(state)
+            level0 = [f for f in files if f["partition._bucket"] is None]
+            seen.append((len(level0), len(files) - len(level0)))
+            assert len(level0) <= 2 + 2 and len(files) - len(level0) <= 2, f"run {i}: {seen}"
+        assert m.result == {(1, 7, 100 + j): 1 for j in range(8)}
+    assert any(b for _, b in seen), f"level 0 was never folded into buckets: {seen}"
+    assert any(b2 < b1 for (_, b1), (_, b2) in zip(seen, seen[1:])), f"no bucket was ever compacted: {seen}"

@@ -88,7 +88,8 @@ class DataFile:
 
 def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
                partition_column: str = "_bucket") -> list[DataFile]:
-    """Live data files at a version, optionally only those of some integer partitions."""
+    """Live data files at a version, optionally only those of some integer partitions (and those
+    whose partition value is NULL, which may hold rows of any partition: a state table's level 0)."""
     if table_version is None:
         return []
     dt = DeltaTable(path, version=table_version)
@@ -98,7 +99,7 @@ def data_files(path: str, table_version: int | None, *, partitions: Iterable[int
     out = []
     for a in actions:
         part = {k[len("partition."):]: v for k, v in a.items() if k.startswith("partition.")}
-        if wanted is not None and int(part[partition_column]) not in wanted:
+        if wanted is not None and part[partition_column] is not None and int(part[partition_column]) not in wanted:
             continue
         rel = a["path"]
         uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
@@ -196,10 +197,12 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def write_files(df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str) -> list[AddAction]:
+def write_files(df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str,
+                partition: Mapping[str, str | None] | None = None) -> list[AddAction]:
     """Write a DataFrame's rows as new Parquet files inside the table's folder; commit nothing.
 
-    Returns one AddAction per non-empty file, with statistics for data skipping.
+    Returns one AddAction per non-empty file, with statistics for data skipping. Rows written
+    without `partition_by` to a partitioned table get the same `partition` values in every file.
     """
     root = local_path(path)
     folder = f"data/{tag}-{uuid.uuid4().hex[:12]}"
@@ -218,12 +221,12 @@ def write_files(df: DataFrame, path: str, *, partition_by: Sequence[str] = (), t
             stats = file_stats(full)
             if stats["numRecords"] == 0:
                 continue
-            partition = {}
+            values = dict(partition or {})
             for part in os.path.relpath(dirpath, os.path.join(root, folder)).split(os.sep):
                 if "=" in part:
                     k, v = part.split("=", 1)
-                    partition[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
-            actions.append(AddAction(path=rel, size=os.path.getsize(full), partition_values=partition,
+                    values[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
+            actions.append(AddAction(path=rel, size=os.path.getsize(full), partition_values=values,
                                      modification_time=now, data_change=True, stats=json.dumps(stats)))
     return actions
 

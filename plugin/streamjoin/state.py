@@ -1,13 +1,17 @@
 """State tables: a join side's rows as a Z-set in a Delta table, bucketed by join key.
 
 Each run appends its changes (weights, and degree changes for sides that track how many
-rows of the other side match each row); a read consolidates the rows of the touched
-buckets and keeps those of the touched keys. A run therefore writes in proportion to its
-changes and reads in proportion to the state of the keys it touches.
+rows of the other side match each row) as a few *level-0* files holding rows of every
+bucket (partition value NULL), written as they come, with no shuffle and no file per bucket.
+Every so often a run folds level 0 into per-bucket files instead. A read takes level 0 and
+the files of the touched buckets, and keeps the rows of the touched keys; the caller sums
+them. A run therefore writes in proportion to its changes and reads in proportion to the
+state of the keys it touches (plus the few recent files of level 0).
 """
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,6 +24,7 @@ from .writes import FileActions, FileWriter
 from .zset import WEIGHT, col
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
+LEVEL0_FILES = 16  # level-0 files that trigger folding them into per-bucket files
 DEGREE = "_degree"
 BUCKET = "_bucket"
 UPDATED = "_updated"  # run time (epoch ms) a row's state was last written, for state_ttl
@@ -60,7 +65,7 @@ class StateTable:
         return StructType(fields)
 
     def read(self, spark: SparkSession, touched: DataFrame | None, buckets: list[int] | None, with_keys) -> DataFrame:
-        """Stored rows of the touched keys (`touched` has the key columns), found in `buckets`.
+        """Stored rows of the touched keys (`touched` has the key columns), found in level 0 and `buckets`.
 
         Rows are not consolidated here: the caller sums them together with the run's changes.
         `with_keys` adds the key columns to a frame of state rows. `touched=None` reads all.
@@ -80,34 +85,33 @@ class StateTable:
               expire_before: int | None = None) -> FileActions:
         """Start writing appended rows (schema columns, weight, degree, updated, bucket); commit nothing.
 
-        A bucket holding `COMPACT_AT` files or more is compacted in the same commit: its old
-        files and this run's changes are consolidated into new files (dropping rows that
-        summed to nothing, and rows idle since before `expire_before`), and the old files removed.
+        The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or a bucket `COMPACT_AT`,
+        the run compacts instead: level 0, the crowded buckets' files and its changes are consolidated
+        into per-bucket files (dropping rows that summed to nothing and, in the crowded buckets, whose
+        every row is in hand, rows idle since before `expire_before`), and the old files removed.
         """
-        names = [f.name for f in self.stored_schema.fields] + [BUCKET]
-        changes = changes.select(*[col(c) for c in names])
+        names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
-        per_bucket: dict[int, int] = {}
-        for f in files:
-            per_bucket[int(f.partition[BUCKET])] = per_bucket.get(int(f.partition[BUCKET]), 0) + 1
+        level0 = [f for f in files if f.partition[BUCKET] is None]
+        per_bucket = Counter(int(f.partition[BUCKET]) for f in files if f.partition[BUCKET] is not None)
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
-        if not crowded:
-            return writer.write(changes.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
-        old_files = [f for f in files if int(f.partition[BUCKET]) in crowded]
+        if not crowded and len(level0) < LEVEL0_FILES:
+            return writer.write(changes.select(*[col(c) for c in names]), self.path, tag=tag,
+                                partition={BUCKET: None})
+        old_files = level0 + [f for f in files if f not in level0 and int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
-        in_crowded = col(BUCKET).isin(crowded)
+        stored = [col(c) for c in names + [BUCKET]]
         data = [f.name for f in self.schema.fields]
         sums = [F.sum(col(WEIGHT)).cast("long").alias(WEIGHT)]
         if self.tracks_degree:
             sums.append(F.sum(col(DEGREE)).cast("long").alias(DEGREE))
-        compacted = (old.select(*[col(c) for c in names]).unionByName(changes.where(in_crowded))
-                     .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
-                     .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
-        if expire_before is not None:
-            compacted = compacted.where(col(UPDATED) >= F.lit(expire_before))
-        rows = changes.where(~in_crowded).unionByName(compacted.select(*[col(c) for c in names]))
-        return (writer.write(rows.repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+        rows = (old.select(*stored).unionByName(changes.select(*stored))
+                .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
+                .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
+        if expire_before is not None and crowded:
+            rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(crowded))
+        return (writer.write(rows.select(*stored).repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
                 + delta_log.remove_actions(old_files, self.path))
 
     @property

@@ -7,7 +7,7 @@ next; the run waits for all of them before its first commit.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame
@@ -43,13 +43,13 @@ class FileWriter:
         self.started: list[Future] = []
 
     def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str,
-              after: FileActions | None = None) -> FileActions:
+              after: FileActions | None = None, partition: Mapping[str, str | None] | None = None) -> FileActions:
         """Start writing a DataFrame's rows as new files of the table at `path` (see `delta_log.write_files`),
         once the writes of `after` are done (when they compute intermediate results `df` reads)."""
         def write() -> list[Action]:
             if after is not None:
                 after.result()
-            return delta_log.write_files(df, path, partition_by=partition_by, tag=tag)
+            return delta_log.write_files(df, path, partition_by=partition_by, tag=tag, partition=partition)
 
         job = inheritable_thread_target(df.sparkSession)(write)
         future = self.pool.submit(job)
