@@ -61,3 +61,19 @@ def test_state_files_stay_few_as_runs_fold_level0_and_compact_buckets(spark, tmp
         assert m.result == {(1, 7, 100 + j): 1 for j in range(8)}
     assert any(b for _, b in seen), f"level 0 was never folded into buckets: {seen}"
     assert any(b2 < b1 for (_, b1), (_, b2) in zip(seen, seen[1:])), f"no bucket was ever compacted: {seen}"
+
+
+def test_result_additions_go_to_level0_which_retractions_and_crowding_fold(spark, tmp_path):
+    sql = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
+    with compacting_at(8, 3):
+        m = Scenario(spark, tmp_path, sql, **INPUTS)
+        m.run(r=[insert(1, 100)])
+        levels = []
+        for i in range(4):  # insert-only runs of one row each: level 0 grows to 3 files, then a run folds it
+            m.run(l=[insert(1, i)])
+            levels.append(sum(f["partition._bucket"] is None for f in live_files(m.tables.result)))
+        assert levels == [1, 2, 3, 0], levels
+        m.run(l=[insert(1, 9)])
+        m.run(l=[delete(1, 0)])  # a retraction folds level 0 too
+        assert all(f["partition._bucket"] is not None for f in live_files(m.tables.result))
+    assert m.result == {(1, i, 100): 1 for i in (1, 2, 3, 9)}

@@ -2,7 +2,7 @@
 
 The result holds plain rows — a row that the join produces twice is stored twice — and is
 bucketed by a hash of the whole row, so a run rewrites only the buckets its retractions touch
-and appends its additions elsewhere.
+and appends its additions to level 0 (see `stage_result`).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from . import delta_log
+from . import delta_log, state
 from .executor import StagedWrite
 from .plan import JoinPlan
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
@@ -66,43 +66,54 @@ class StagedResult:
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
                  versions: Mapping[str, int | None], run_id: int, writer: FileWriter, *,
                  inserts_only: bool) -> StagedResult:
-    """Apply the run's change to the result: rewrite buckets with retractions, append the rest.
+    """Apply the run's change to the result.
 
-    A change that holds no retraction (`inserts_only`) is appended as it is, and counted by its files."""
+    Additions go to level 0, as in state tables: files of rows of any bucket (partition NULL),
+    written with no shuffle. A change with retractions rewrites the buckets it retracts from, and
+    folds level 0 into buckets with them; so does a run that finds level 0 holding `LEVEL0_FILES`
+    files. A change that holds no retraction (`inserts_only`) is counted by its files."""
     names = plan.output_names
     schema = output_schema(output)
-    buckets = plan.config.state_buckets
-    row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(buckets)).cast("int")
+    path, version = tables.result, versions.get(tables.result)
+    row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
     if inserts_only:
-        rows = _expand(change.where(_added_or_fail(names, f"streamjoin bug: model {plan.model}'s run was to insert "
-                                                          "only, yet its change retracts a row")), names)
-        old_files, counts = [], None
+        change = change.where(_added_or_fail(names, f"streamjoin bug: model {plan.model}'s run was to insert "
+                                                    "only, yet its change retracts a row"))
+        counts, rewrite = None, []
     else:
-        rows, old_files, counts = _apply_retractions(spark, change, schema, row_bucket, plan, tables.result,
-                                                     versions.get(tables.result))
-    actions = writer.write(rows.repartition(col(BUCKET)), tables.result, partition_by=[BUCKET], tag=f"r{run_id}")
-    if old_files:
-        actions += delta_log.remove_actions(old_files, tables.result)
+        counts, rewrite = _retracting_buckets(change)
+    level0 = [f for f in delta_log.data_files(path, version, partition_column=BUCKET) if f.partition[BUCKET] is None]
+    if not rewrite and len(level0) < state.LEVEL0_FILES:
+        old_files: list[delta_log.DataFile] = []
+        actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path, tag=f"r{run_id}",
+                               partition={BUCKET: None})
+    else:
+        rows, old_files = _rewrite(spark, change, schema, row_bucket, plan, path, version, rewrite)
+        actions = (writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET], tag=f"r{run_id}")
+                   + delta_log.remove_actions(old_files, path))
     table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
+    rewritten = sum(f.num_records for f in old_files)
     counted = (lambda: counts) if counts is not None else \
-        (lambda: {"+": delta_log.added_rows(actions.result()), "-": 0})
-    return StagedResult(StagedWrite(tables.result, actions, table_schema, (BUCKET,)), counted)
+        (lambda: {"+": delta_log.added_rows(actions.result()) - rewritten, "-": 0})
+    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)), counted)
 
 
-def _apply_retractions(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column,
-                       plan: JoinPlan, path: str, version: int | None
-                       ) -> tuple[DataFrame, list[delta_log.DataFile], dict[str, int]]:
-    """The rows to write for a change with retractions: the buckets it retracts from, rewritten with
-    the change applied (their files to remove), and the additions to the other buckets; with counts."""
-    names = plan.output_names
+def _retracting_buckets(change: DataFrame) -> tuple[dict[str, int], list[int]]:
+    """How many rows a change adds and retracts, and the buckets it retracts from (one Spark job)."""
     added = F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0))
     retracted = F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0))
     per_bucket = change.groupBy(BUCKET).agg(added.alias("added"), retracted.alias("retracted")).collect()
     counts = {"+": sum(r["added"] for r in per_bucket), "-": sum(r["retracted"] for r in per_bucket)}
-    rewrite = sorted(r[BUCKET] for r in per_bucket if r["retracted"])
-    if not rewrite:
-        return _expand(change.where(col(WEIGHT) > 0), names), [], counts
+    return counts, sorted(r[BUCKET] for r in per_bucket if r["retracted"])
+
+
+def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
+             path: str, version: int | None, rewrite: list[int]) -> tuple[DataFrame, list[delta_log.DataFile]]:
+    """The rows to write for a change that retracts from buckets `rewrite` (or folds level 0): level 0
+    and those buckets, rewritten with the change applied (their files to remove), and the additions
+    to the other buckets."""
+    names = plan.output_names
     in_rewrite = col(BUCKET).isin(rewrite)
     old_files = delta_log.data_files(path, version, partitions=rewrite, partition_column=BUCKET)
     old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, row_bucket)
@@ -113,4 +124,4 @@ def _apply_retractions(spark: SparkSession, change: DataFrame, schema: StructTyp
                                  "(was the table changed outside streamjoin?)")
     rows = _expand(merged.where(held), names).unionByName(
         _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
-    return rows, old_files, counts
+    return rows, old_files
