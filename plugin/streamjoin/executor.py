@@ -53,6 +53,9 @@ class Executor:
     staged: list[StagedWrite] = field(default_factory=list)
     input_changes: dict[str, DataFrame] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
+    #: figures to count once the run's output is written: their Spark job then reads intermediate
+    #: results already computed, and computes none of them next to another job
+    counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
 
     def schema(self, node: Node) -> StructType:
         if isinstance(node, Scan):

@@ -240,10 +240,13 @@ class Run:
             written = {w.path: w.actions.result() for w in executor.staged}
             state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
                           for p in sorted(set(self.tables.state_tables()) | set(written))}
+            rows_out = result.counted()
+            for count in executor.counted_after_writes:
+                count()
             metrics = {**executor.metrics, "state_rows": state_rows,
                        "phases_s": {k: round(v, 3) for k, v in phases.items()}}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
-                               rows_out=result.counted(), metrics=metrics)
+                               rows_out=rows_out, metrics=metrics)
             staged.append(self.stage_run_log(run_id, manifest, report))
             self.commit(staged, run_id, manifest)
         finally:

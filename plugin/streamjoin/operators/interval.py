@@ -345,7 +345,7 @@ class IntervalJoin:
             actions = tables[s].stage(appends, alive_from, x.writer, tag=f"r{x.run_id}")
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
         output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
-        self.record(clock, expired, padded)
+        x.counted_after_writes.append(lambda: self.record(clock, expired, padded))
         return output
 
     def settle(self, s: Side, alive: SparkColumn, table: IntervalState, arrived: DataFrame, new: DataFrame,
@@ -376,7 +376,8 @@ class IntervalJoin:
         return _us(max(horizon, MIN_SLICE))
 
     def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame]) -> None:
-        """Put the run's watermark, expired and padded row counts into the executor's metrics (one job)."""
+        """Put the run's watermark, expired and padded row counts into the executor's metrics (one job,
+        run once the output is written)."""
         counts = [e.select(F.lit("expired").alias("what"), F.coalesce(col("n"), F.lit(0)).cast("long").alias("n"))
                   for e in expired]
         counts += [p.agg(F.lit("padded").alias("what"), F.coalesce(F.sum(WEIGHT), F.lit(0)).cast("long").alias("n"))
