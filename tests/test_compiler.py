@@ -163,6 +163,10 @@ def test_interval_join_is_recognised():
     ("SELECT o.id FROM (SELECT id, id FROM orders) o JOIN prices p ON o.id = p.id", ["same name"]),
     ("WITH x AS (SELECT * FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
+    ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p WHERE p.price IN "
+     "(SELECT s.order_id FROM ships s WHERE s.order_id = o.cust))", ["'o.cust' belongs to a query two or more levels out"]),
+    ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p WHERE p.price IN "
+     "(SELECT s.order_id FROM ships s WHERE s.order_id = o.nope))", ["unknown column 'o.nope'"]),
 ])
 def test_unsupported_sql_is_named(sql, fragments):
     fails(sql, *fragments)

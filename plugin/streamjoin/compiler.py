@@ -70,6 +70,8 @@ class _Scope:
     parent: "_Scope | None" = None
     # outer bindings shadowed by a subquery's own alias, under qualifiers only the compiler writes
     shadowed: dict[str, _Binding] = field(default_factory=dict)
+    # scopes further out that a nested subquery may not read, searched only to explain the error
+    out_of_reach: "_Scope | None" = None
 
     def all_bindings(self) -> list[_Binding]:
         return list(self.bindings.values())
@@ -312,7 +314,9 @@ class _Compiler:
     def resolve(self, col: exp.Column, scope: _Scope) -> tuple[_Binding, str]:
         table = col.table
         s: _Scope | None = scope
+        beyond: _Scope | None = None
         while s is not None:
+            beyond = s.out_of_reach or beyond
             if table:
                 binding = s.bindings.get(table.lower()) or s.shadowed.get(table.lower())
                 if binding is not None:
@@ -328,7 +332,17 @@ class _Compiler:
                 if owners:
                     return owners[0]
             s = s.parent
+        if beyond is not None and self.resolvable(col, beyond):
+            raise self.fail(f"column '{col.sql('spark')}' belongs to a query two or more levels out; a nested "
+                            "subquery may correlate only with the subquery right around it", col)
         raise self.fail(f"unknown column '{col.sql('spark')}'", col)
+
+    def resolvable(self, col: exp.Column, scope: _Scope) -> bool:
+        try:
+            self.resolve(col, scope)
+        except CompileError:
+            return False
+        return True
 
     def render(self, e: exp.Expression, scope: _Scope, *, as_input_columns: bool = False) -> str:
         """Spark SQL text of `e` with every column replaced by its quoted internal name (or, for a
@@ -452,7 +466,7 @@ class _Compiler:
         if local:
             right = replace(right, filters=right.filters + tuple(self.render(x, sub_scope) for x in local))
         for x in nested:  # correlated with this subquery's input only: its scope does not see further out
-            right = self.add_subquery_join(right, x, _Scope(bindings=sub_scope.bindings))
+            right = self.add_subquery_join(right, x, _Scope(bindings=sub_scope.bindings, out_of_reach=scope))
         null_aware = False
         if isinstance(inner, exp.In):
             outer = inner.this.expressions if isinstance(inner.this, exp.Tuple) else [inner.this]
