@@ -83,7 +83,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         counts, rewrite = None, []
     else:
         counts, rewrite = _retracting_buckets(change)
-    level0 = [f for f in delta_log.data_files(path, version, partition_column=BUCKET) if f.partition[BUCKET] is None]
+    level0 = state.level0(delta_log.data_files(path, version, partition_column=BUCKET))
     if not rewrite and len(level0) < state.LEVEL0_FILES:
         old_files: list[delta_log.DataFile] = []
         actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path, tag=f"r{run_id}",

@@ -30,6 +30,11 @@ BUCKET = "_bucket"
 UPDATED = "_updated"  # run time (epoch ms) a row's state was last written, for state_ttl
 
 
+def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
+    """The files of level 0 (partition `_bucket` NULL: rows of any bucket) among a table's files."""
+    return [f for f in files if f.partition[BUCKET] is None]
+
+
 class StateLayout(str, enum.Enum):
     """How a side's rows are identified, chosen from its key properties as Flink does."""
 
@@ -92,13 +97,13 @@ class StateTable:
         """
         names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
-        level0 = [f for f in files if f.partition[BUCKET] is None]
-        per_bucket = Counter(int(f.partition[BUCKET]) for f in files if f.partition[BUCKET] is not None)
+        unbucketed = level0(files)
+        per_bucket = Counter(int(f.partition[BUCKET]) for f in files if f not in unbucketed)
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
-        if not crowded and len(level0) < LEVEL0_FILES:
+        if not crowded and len(unbucketed) < LEVEL0_FILES:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, tag=tag,
                                 partition={BUCKET: None})
-        old_files = level0 + [f for f in files if f not in level0 and int(f.partition[BUCKET]) in crowded]
+        old_files = unbucketed + [f for f in files if f not in unbucketed and int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
