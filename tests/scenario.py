@@ -14,8 +14,8 @@ from typing import Any, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
-from streamjoin.conformance import CaseRunner, _collect
 from streamjoin import state
+from streamjoin.conformance import CaseRunner, _collect
 from streamjoin.run import run_once
 
 

@@ -7,14 +7,14 @@ into random runs. The oracle is independent of the operators: it is Spark SQL ov
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import nullcontext
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oracle import batch_result
 from streamjoin import state
+
+from oracle import batch_result
 from scenario import Scenario, compacting_at
 
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -86,11 +86,13 @@ def changelog_runs(draw, runs: int = 3):
 
 # State compaction thresholds (files per bucket, level-0 files): the defaults, which three runs
 # never reach, and small ones under which runs fold level 0 into buckets and compact buckets.
-COMPACTION = st.sampled_from([(state.COMPACT_AT, state.LEVEL0_FILES), (1, 1), (2, 1)])
+DEFAULT_COMPACTION = (state.COMPACT_AT, state.LEVEL0_FILES)
+COMPACTION = st.sampled_from([DEFAULT_COMPACTION, (1, 1), (2, 1)])
 
 
-def check_against_batch(spark, tmp_path, sql: str, runs: list[dict], compaction: tuple[int, int] | None = None) -> None:
-    with compacting_at(*compaction) if compaction else nullcontext():
+def check_against_batch(spark, tmp_path, sql: str, runs: list[dict],
+                        compaction: tuple[int, int] = DEFAULT_COMPACTION) -> None:
+    with compacting_at(*compaction):
         model = Scenario(spark, tmp_path, sql, **INPUTS)
         seen: dict[str, list] = {"l": [], "r": []}
         before: Counter = Counter()

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from streamjoin import state
 
 from scenario import Scenario, compacting_at, delete, insert
 
@@ -18,9 +18,10 @@ def live_files(path: str) -> list[dict]:
     return pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
 
 
-@pytest.mark.parametrize("compaction", [None, (1, 1)], ids=["default", "compacting every run"])
+@pytest.mark.parametrize("compaction", [(state.COMPACT_AT, state.LEVEL0_FILES), (1, 1)],
+                         ids=["default", "compacting every run"])
 def test_idle_rows_leave_state_after_the_ttl(spark, tmp_path, compaction):
-    with compacting_at(*compaction) if compaction else nullcontext():
+    with compacting_at(*compaction):
         check_idle_rows_leave_state(spark, tmp_path)
 
 
@@ -50,11 +51,11 @@ def test_ttl_with_failing_retractions_is_a_config_error():
 def test_state_files_stay_few_as_runs_fold_level0_and_compact_buckets(spark, tmp_path):
     with compacting_at(2, 2):
         m = Scenario(spark, tmp_path, SQL, config={"state_buckets": 1}, **INPUTS)
-        state = m.tables.state("j1_left")
+        state_table = m.tables.state("j1_left")
         seen = []
         for i in range(8):
             m.run(l=[insert(1, i)] + ([delete(1, i - 1)] if i else []), r=[insert(1, 100 + i)])
-            files = live_files(state)
+            files = live_files(state_table)
             level0 = [f for f in files if f["partition._bucket"] is None]
             seen.append((len(level0), len(files) - len(level0)))
             assert len(level0) <= 2 + 2 and len(files) - len(level0) <= 2, f"run {i}: {seen}"

@@ -98,12 +98,13 @@ class StateTable:
         names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
         unbucketed = level0(files)
-        per_bucket = Counter(int(f.partition[BUCKET]) for f in files if f not in unbucketed)
+        bucketed = [f for f in files if f.partition[BUCKET] is not None]
+        per_bucket = Counter(int(f.partition[BUCKET]) for f in bucketed)
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
         if not crowded and len(unbucketed) < LEVEL0_FILES:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, tag=tag,
                                 partition={BUCKET: None})
-        old_files = unbucketed + [f for f in files if f not in unbucketed and int(f.partition[BUCKET]) in crowded]
+        old_files = unbucketed + [f for f in bucketed if int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
