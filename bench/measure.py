@@ -122,7 +122,8 @@ class Profiler:
 
 def streamjoin_profiler() -> Profiler:
     """A profiler over the phases of ``streamjoin.run_once``."""
-    from streamjoin import delta_log, executor, run, state, writes
+    from streamjoin.storage import delta_log, state, writes
+    from streamjoin.runtime import executor, run
     from streamjoin.operators import regular
 
     profiler = Profiler()

@@ -28,11 +28,11 @@ import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from streamjoin.compiler import compile_sql
-from streamjoin.run import run_once
+from streamjoin.sql.compiler import compile_sql
+from streamjoin.runtime.run import run_once
 from streamjoin.session import local_session
 from streamjoin.spec import InputSpec, ModelConfig
-from streamjoin.tables import ModelTables
+from streamjoin.storage.tables import ModelTables
 
 QUERIES = {
     3: "SELECT a.id, a.v, b.id AS b_id, b.v AS b_v, c.id AS c_id, c.v AS c_v "

@@ -133,7 +133,7 @@ class StreamjoinModel:
         """The result table's rows, read from its live files (as the conformance runner does)."""
         from deltalake import DeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
-        from streamjoin import delta_log
+        from streamjoin.storage import delta_log
 
         path = self.tables.result
         schema = from_arrow_schema(pa.schema(DeltaTable(path).schema().to_arrow()))

@@ -6,7 +6,7 @@ import json
 import sys
 
 from streamjoin.conformance import CaseRunner
-from streamjoin.run import run_once
+from streamjoin.runtime.run import run_once
 from streamjoin.session import local_session
 
 if __name__ == "__main__":

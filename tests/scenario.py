@@ -14,9 +14,9 @@ from typing import Any, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
-from streamjoin import state
+from streamjoin.storage import state
 from streamjoin.conformance import CaseRunner, _collect
-from streamjoin.run import run_once
+from streamjoin.runtime.run import run_once
 
 
 @contextmanager

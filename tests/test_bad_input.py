@@ -44,7 +44,7 @@ def test_unknown_or_null_row_kind(model, kind):
                                      "_row_kind": pa.array([kind], pa.string())}))
     with pytest.raises(InputError) as err:
         model.report = None
-        from streamjoin.run import run_once
+        from streamjoin.runtime.run import run_once
         run_once(model.runner.spark, model.plan, model.tables)
     assert "input 'l'" in str(err.value) and "row kind" in str(err.value)
     assert repr(kind) in str(err.value) or str(kind) in str(err.value)
@@ -80,7 +80,7 @@ def test_schema_that_no_longer_matches(model):
     write_deltalake(location, pa.table({"k": pa.array(["x"]), "w": pa.array(["y"]), "_row_kind": ["+I"]}),
                     mode="overwrite", schema_mode="overwrite")
     with pytest.raises(InputError) as err:
-        from streamjoin.run import run_once
+        from streamjoin.runtime.run import run_once
         run_once(model.runner.spark, model.plan, model.tables)
     message = str(err.value)
     assert "input 'r'" in message and "column 'k'" in message and "--full-refresh" in message
@@ -93,7 +93,7 @@ def test_an_added_column_the_model_does_not_read_is_carried_on(model):
                                         "_row_kind": ["+I"], "note": ["new column"]}), mode="append", schema_mode="merge")
     assert "note" in DeltaTable(location).schema().to_arrow().names
     model.report = None
-    from streamjoin.run import run_once
+    from streamjoin.runtime.run import run_once
     model.report = run_once(model.runner.spark, model.plan, model.tables)
     assert model.changelog == {(2, 20, None): -1, (2, 20, 200): 1}
     assert model.result == {(1, 10, 100): 1, (2, 20, 200): 1}
@@ -113,7 +113,7 @@ def test_tables_are_standard_delta(model):
 def test_a_null_event_time_fails_the_run(spark, tmp_path):
     """As in Flink, where a NULL rowtime stops the job: the watermark needs a time on every row."""
     from streamjoin.conformance import CaseRunner
-    from streamjoin.run import run_once
+    from streamjoin.runtime.run import run_once
 
     case = {"name": "bad_input_model", "sql": "SELECT o.id, s.id AS sid FROM o JOIN s ON o.id = s.id "
             "AND s.ts BETWEEN o.ts AND o.ts + INTERVAL '1' HOUR", "runs": [],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
-from streamjoin.plan import Join, Scan
+from streamjoin.sql.plan import Join, Scan
 from streamjoin.types import JoinType
 
 INPUTS = {

@@ -20,9 +20,9 @@ import pytest
 from deltalake import DeltaTable
 
 from scenario import Scenario, delete, insert, update_after, update_before
-from streamjoin import delta_log
-from streamjoin.run import run_once
-from streamjoin.state import UPDATED
+from streamjoin.storage import delta_log
+from streamjoin.runtime.run import run_once
+from streamjoin.storage.state import UPDATED
 
 SQL = "SELECT l.k, l.v, r.w FROM l FULL JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scenario import Scenario, insert
 from streamjoin import InputError
-from streamjoin.run import run_once
+from streamjoin.runtime.run import run_once
 
 SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}

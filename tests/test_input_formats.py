@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from streamjoin import delta_log
+from streamjoin.storage import delta_log
 from streamjoin.api import run_model
 from streamjoin.errors import CompileError, ConfigError, InputError
-from streamjoin.tables import ModelTables
+from streamjoin.storage.tables import ModelTables
 
 ORDERS = pa.schema([("id", pa.int64()), ("cid", pa.int64()), ("amount", pa.int64()), ("region", pa.string())])
 CUSTOMERS = pa.schema([("cid", pa.int64()), ("name", pa.string()), ("seq", pa.int64()), ("deleted", pa.bool_())])

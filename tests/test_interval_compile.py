@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import pytest
 
-from streamjoin.compiler import compile_sql
+from streamjoin.sql.compiler import compile_sql
 from streamjoin.errors import CompileError
-from streamjoin.plan import Join, TimeBound
+from streamjoin.sql.plan import Join, TimeBound
 from streamjoin.spec import InputSpec
 
 H = timedelta(hours=1)

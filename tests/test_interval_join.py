@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from streamjoin import delta_log
+from streamjoin.storage import delta_log
 from streamjoin.conformance import CaseRunner, run_case
-from streamjoin.run import run_once
+from streamjoin.runtime.run import run_once
 
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from streamjoin.compiler import compile_sql
+from streamjoin.sql.compiler import compile_sql
 from streamjoin.errors import CompileError
-from streamjoin.plan import Join, MultiJoin
+from streamjoin.sql.plan import Join, MultiJoin
 from streamjoin.spec import InputSpec, ModelConfig
 from streamjoin.types import JoinType
 

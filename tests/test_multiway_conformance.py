@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin.compiler import compile_sql
+from streamjoin.sql.compiler import compile_sql
 from streamjoin.conformance import run_case
 from streamjoin.errors import CompileError
-from streamjoin.plan import MultiJoin
+from streamjoin.sql.plan import MultiJoin
 from streamjoin.spec import InputSpec, ModelConfig
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases"

@@ -10,12 +10,14 @@ import pytest
 from deltalake import DeltaTable
 
 from scenario import Scenario, delete, insert
-from streamjoin import ModelBusyError, delta_log, lease
+from streamjoin import ModelBusyError
+from streamjoin.storage import delta_log
+from streamjoin.runtime import lease
 from streamjoin.__main__ import main
 from streamjoin.maintain import maintain
-from streamjoin.results import stage_result
-from streamjoin.run import run_once
-from streamjoin.writes import FileWriter
+from streamjoin.storage.results import stage_result
+from streamjoin.runtime.run import run_once
+from streamjoin.storage.writes import FileWriter
 
 SQL = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamjoin import state
+from streamjoin.storage import state
 
 from oracle import batch_result
 from scenario import Scenario, compacting_at

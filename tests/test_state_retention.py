@@ -6,7 +6,7 @@ import time
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from streamjoin import state
+from streamjoin.storage import state
 
 from scenario import Scenario, compacting_at, delete, insert
 

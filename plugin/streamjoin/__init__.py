@@ -1,12 +1,12 @@
 """streamjoin: declarative streaming joins with Flink's semantics on Spark, state in Delta."""
 from __future__ import annotations
 
-from .compiler import compile_sql
 from .errors import CompileError, ConcurrentRunError, ConfigError, InputError, ModelBusyError, StreamJoinError
-from .plan import JoinPlan
-from .run import RunReport, run_once
+from .runtime.run import RunReport, run_once
 from .spec import InputSpec, ModelConfig
-from .tables import ModelTables
+from .sql.compiler import compile_sql
+from .sql.plan import JoinPlan
+from .storage.tables import ModelTables
 
 __all__ = [
     "CompileError", "ConcurrentRunError", "ConfigError", "InputError", "InputSpec", "JoinPlan", "ModelConfig",

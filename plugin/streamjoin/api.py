@@ -34,14 +34,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 from sqlglot import exp
 
-from . import delta_log, formats
-from .compiler import compile_sql
 from .errors import ConfigError, InputError
-from .plan import JoinPlan
-from .run import RunReport, app_id, manifest_of, run_once
+from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import DEFAULT_OP_COLUMNS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
-from .tables import ModelTables
+from .sql.compiler import compile_sql
+from .sql.plan import JoinPlan
+from .storage import delta_log, formats
+from .storage.tables import ModelTables
 from .zset import q
 
 #: Columns of a streaming_join model's changelog that are bookkeeping, not data.

@@ -22,12 +22,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, LongType,
                                StringType, StructField, StructType, TimestampType)
 
-from . import delta_log, formats
-from .compiler import compile_sql
 from .errors import StreamJoinError
-from .run import run_once
+from .runtime.run import run_once
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
-from .tables import ModelTables
+from .sql.compiler import compile_sql
+from .storage import delta_log, formats
+from .storage.tables import ModelTables
 from .zset import col
 
 

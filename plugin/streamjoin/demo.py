@@ -11,7 +11,7 @@ import argparse
 import tempfile
 
 from .conformance import CaseRunner, _collect
-from .run import run_once
+from .runtime.run import run_once
 from .session import local_session
 
 CASE = {

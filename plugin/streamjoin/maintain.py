@@ -15,11 +15,12 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties, RemoveAction
 
-from . import delta_log, lease
 from .errors import ModelBusyError
-from .run import app_id
+from .runtime import lease
+from .runtime.run import app_id
 from .spec import RUN_ID_COLUMN
-from .tables import ModelTables
+from .storage import delta_log
+from .storage.tables import ModelTables
 
 @dataclass(frozen=True)
 class TableMaintenance:

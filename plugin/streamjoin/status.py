@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from .tables import ModelTables
+from .storage.tables import ModelTables
 
 MAX_DEPTH = 4  # how deep below PATH to look for models (project/.streamjoin/state/<schema>/<model>)
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin import ConcurrentRunError, delta_log
+from streamjoin import ConcurrentRunError
+from streamjoin.storage import delta_log
 from streamjoin.conformance import CaseRunner, _collect
-from streamjoin.run import Run, run_once
+from streamjoin.runtime.run import Run, run_once
 
 CASE = {
     "name": "orders_prices",

@@ -31,21 +31,23 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import reduce
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from .. import delta_log
 from ..errors import InputError
-from ..executor import Executor, StagedWrite
-from ..plan import Join, Scan, TimeBound
+from ..sql.plan import Join, Scan, TimeBound
+from ..storage import delta_log
+from ..storage.writes import FileActions, FileWriter, StagedWrite
 from ..types import RowKind, Side
-from ..writes import FileActions, FileWriter
 from ..zset import WEIGHT, col, consolidate
 from .regular import JoinSide, _user_struct
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
 
 META_KEY = "streamjoin.interval"
 RUN, DEGREE, SLICE = "_run", "_degree", "_slice"
@@ -182,7 +184,7 @@ class _Names:
 class IntervalJoin:
     """One run of an interval join node."""
 
-    def __init__(self, executor: Executor, node: Join) -> None:
+    def __init__(self, executor: "Executor", node: Join) -> None:
         self.executor = executor
         self.node = node
         self.bound: TimeBound = node.time_bound  # type: ignore[assignment]
@@ -392,6 +394,6 @@ class IntervalJoin:
         }
 
 
-def run_interval_join(executor: Executor, node: Join) -> DataFrame:
+def run_interval_join(executor: "Executor", node: Join) -> DataFrame:
     """The output change of an interval join node for this run (append-only: positive weights)."""
     return IntervalJoin(executor, node).run()

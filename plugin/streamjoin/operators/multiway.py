@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..plan import MultiJoin
-from ..state import BUCKET, StateLayout
+from ..sql.plan import MultiJoin
+from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
 from .regular import JoinSide, RegularJoin, fail_on_problems
 
 if TYPE_CHECKING:
-    from ..executor import Executor
+    from ..runtime.executor import Executor
 
 VERSION = "_v"  # 0 for a row of the old state, 1 for the new
 

@@ -30,10 +30,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .. import delta_log
 from ..errors import InputError
 from ..spec import MissingRetractionPolicy
-from ..state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
+from ..storage import delta_log
+from ..storage.state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col
 

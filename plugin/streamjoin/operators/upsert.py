@@ -14,9 +14,9 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..formats import ORDER, data_schema
 from ..spec import InputSpec
-from ..state import BUCKET, UPDATED, StateTable
+from ..storage.formats import ORDER, data_schema
+from ..storage.state import BUCKET, UPDATED, StateTable
 from ..types import RowKind
 from ..zset import WEIGHT, col, consolidate, q
 

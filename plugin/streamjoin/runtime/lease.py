@@ -14,8 +14,8 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .errors import ModelBusyError
-from .tables import ModelTables
+from ..errors import ModelBusyError
+from ..storage.tables import ModelTables
 
 FOLDER = "_active"
 

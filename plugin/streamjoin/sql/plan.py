@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Union
 
-from .spec import InputSpec, ModelConfig
-from .types import JoinType, q
+from ..spec import InputSpec, ModelConfig
+from ..types import JoinType, q
 
 
 def internal_name(alias: str, column: str) -> str:

@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
+from ..zset import WEIGHT, col
 from . import delta_log
 from .writes import FileActions, FileWriter
-from .zset import WEIGHT, col
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
 LEVEL0_FILES = 16  # level-0 files that trigger folding them into per-bucket files

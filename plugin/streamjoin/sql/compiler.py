@@ -19,12 +19,12 @@ from typing import Iterable, Mapping
 import sqlglot
 from sqlglot import exp
 
-from .errors import CompileError
-from .interval import conjuncts, extract_time_bound
-from .multiway import choose_strategy
+from ..errors import CompileError
+from ..spec import Column, InputSpec, ModelConfig
+from ..types import JoinType, Side, q
 from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, internal_name
-from .spec import Column, InputSpec, ModelConfig
-from .types import JoinType, Side, q
+from .strategy import choose_strategy
+from .time_bounds import conjuncts, extract_time_bound
 
 _UNSUPPORTED_CLAUSES = {
     "group": "GROUP BY",

@@ -7,10 +7,12 @@ next; the run waits for all of them before its first commit.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 from pyspark.util import inheritable_thread_target
 
 from . import delta_log
@@ -60,3 +62,15 @@ class FileWriter:
         """Wait for every started write (also after a failure, so no job outlives the run's data)."""
         wait(self.started)
         self.pool.shutdown()
+
+
+@dataclass
+class StagedWrite:
+    """Files written for one table in this run, waiting for the run's commits."""
+
+    path: str
+    actions: FileActions
+    schema: StructType
+    partition_by: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
+    optional: bool = False  # commit only if it has actions or metadata (the table exists already)

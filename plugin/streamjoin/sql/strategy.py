@@ -17,8 +17,8 @@ from typing import Callable
 import sqlglot
 from sqlglot import exp
 
+from ..types import JoinType
 from .plan import EquiKey, Join, JoinPlan, MultiJoin, Node, Scan
-from .types import JoinType
 
 _INTERNAL = re.compile(r"`([^`]+?)__([^`]+)`")
 

@@ -26,11 +26,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
+from ..spec import InputSpec
+from ..types import RowKind
+from ..zset import col, q
 from . import delta_log
 from .delta_log import DataFile
-from .spec import InputSpec
-from .types import RowKind
-from .zset import col, q
 
 ORDER = "_order"  # upsert: (commit version, file, row) of a row, to order a key's versions
 CHANGE_TYPE = "_change_type"

@@ -9,31 +9,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from .formats import data_schema, declared_type
-from .operators.regular import JoinSide, RegularJoin
-from .operators.upsert import UpsertKey, normalize
-from .plan import Join, JoinPlan, MultiJoin, Node, Scan
-from .state import StateLayout, StateTable
-from .tables import ModelTables
-from .types import JoinType, Side
-from .writes import FileActions, FileWriter
-from .zset import WEIGHT, col, consolidate, from_changelog
+from ..operators.interval import run_interval_join
+from ..operators.multiway import run_multi_join
+from ..operators.regular import JoinSide, RegularJoin
+from ..operators.upsert import UpsertKey, normalize
+from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from ..storage.formats import data_schema, declared_type
+from ..storage.state import StateLayout, StateTable
+from ..storage.tables import ModelTables
+from ..storage.writes import FileWriter, StagedWrite
+from ..types import JoinType, Side
+from ..zset import WEIGHT, col, consolidate, from_changelog
 
 
 def _millis(duration) -> int | None:
     return None if duration is None else int(duration.total_seconds() * 1000)
-
-
-@dataclass
-class StagedWrite:
-    """Files written for one table in this run, waiting for the run's commits."""
-
-    path: str
-    actions: FileActions
-    schema: StructType
-    partition_by: tuple[str, ...] = ()
-    metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
-    optional: bool = False  # commit only if it has actions or metadata (the table exists already)
 
 
 @dataclass
@@ -91,10 +81,8 @@ class Executor:
             return self.scan(node)
         if isinstance(node, Join):
             if node.time_bound is not None:
-                from .operators.interval import run_interval_join
                 return run_interval_join(self, node)
             return self.regular_join(node)
-        from .operators.multiway import run_multi_join
         return run_multi_join(self, node)
 
     @staticmethod

@@ -25,9 +25,9 @@ from pyspark.sql.types import StructType
 
 from deltalake.exceptions import CommitFailedError, DeltaError
 
-from .errors import ConcurrentRunError, InputError
+from ..errors import ConcurrentRunError, InputError
+from ..zset import col
 from .file_stats import file_stats
-from .zset import col
 
 MANIFEST_KEY = "streamjoin.manifest"
 #: Commit info naming a maintenance operation ("retention", "compact"); a retention commit's removes trim history.

@@ -7,7 +7,7 @@ either side's time on the left and INTERVAL offsets on either side. The bounds b
 `TimeBound` on the join (lower <= left_time - right_time <= upper) and leave the residual.
 A join with only one of the two bounds keeps its state forever, so it stays a regular join.
 
->>> from streamjoin.compiler import compile_sql
+>>> from streamjoin.sql.compiler import compile_sql
 >>> from streamjoin.spec import InputSpec
 >>> cols = {"columns": [["id", "int"], ["ts", "timestamp"]], "event_time": "ts"}
 >>> specs = {n: InputSpec.from_dict(n, cols) for n in ("a", "b")}
@@ -26,9 +26,9 @@ from typing import Callable, Mapping
 import sqlglot
 from sqlglot import exp
 
+from ..spec import InputSpec
+from ..types import JoinType
 from .plan import Join, Node, Scan, TimeBound
-from .spec import InputSpec
-from .types import JoinType
 
 _NEGATE = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 _UNIT = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta(hours=1),

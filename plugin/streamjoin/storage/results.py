@@ -13,13 +13,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
+from ..sql.plan import JoinPlan
+from ..zset import WEIGHT, col, to_changelog
 from . import delta_log, state
-from .executor import StagedWrite
-from .plan import JoinPlan
-from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from .tables import ModelTables
-from .writes import FileActions, FileWriter
-from .zset import WEIGHT, col, to_changelog
+from .writes import FileActions, FileWriter, StagedWrite
 
 BUCKET = "_bucket"
 

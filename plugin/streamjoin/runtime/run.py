@@ -28,37 +28,20 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from . import delta_log, formats, lease
-from .errors import ConcurrentRunError, InputError
-from .executor import Executor, StagedWrite
-from .plan import JoinPlan
-from .results import stage_changelog, stage_result
-from .spec import InputSpec
-from .tables import ModelTables
-from .types import RowKind
-from .writes import FileActions, FileWriter
-from .zset import bad_row_kinds_test, col
+from ..errors import ConcurrentRunError, InputError
+from ..spec import InputSpec
+from ..sql.plan import JoinPlan
+from ..storage import delta_log, formats
+from ..storage.results import stage_changelog, stage_result
+from ..storage.tables import ModelTables
+from ..storage.writes import FileActions, FileWriter, StagedWrite
+from ..types import RowKind
+from ..zset import bad_row_kinds_test, col
+from . import lease
+from .executor import Executor
+from .report import RunReport
 
 log = logging.getLogger("streamjoin")
-
-
-@dataclass
-class RunReport:
-    """What a run did: its id, the changes it read per input, and the changes it emitted."""
-
-    model: str
-    run_id: int | None
-    status: str  # "committed", "no changes"
-    changes_in: dict[str, int] = field(default_factory=dict)
-    rows_out: dict[str, int] = field(default_factory=dict)
-    offsets: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        ins = ", ".join(f"{k}={v}" for k, v in self.changes_in.items())
-        outs = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
-        return f"streamjoin {self.model} run {self.run_id}: {self.status}; changes in: {ins or '-'}; out: {outs or '-'}; {self.seconds:.1f}s"
 
 
 def app_id(model: str) -> str:

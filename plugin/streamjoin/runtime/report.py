@@ -1,0 +1,24 @@
+"""What a run did, for its caller and the run log."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunReport:
+    """What a run did: its id, the changes it read per input, and the changes it emitted."""
+
+    model: str
+    run_id: int | None
+    status: str  # "committed", "no changes"
+    changes_in: dict[str, int] = field(default_factory=dict)
+    rows_out: dict[str, int] = field(default_factory=dict)
+    offsets: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        ins = ", ".join(f"{k}={v}" for k, v in self.changes_in.items())
+        outs = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
+        return f"streamjoin {self.model} run {self.run_id}: {self.status}; changes in: {ins or '-'}; out: {outs or '-'}; {self.seconds:.1f}s"
