@@ -32,6 +32,7 @@ from ..errors import ConcurrentRunError, InputError
 from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, formats
+from ..storage.input_schema import check_input_schema
 from ..storage.results import stage_changelog, stage_result
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, FileWriter, StagedWrite
@@ -58,37 +59,6 @@ def manifest_of(path: str) -> dict[str, Any] | None:
     """The manifest of the last run that committed to a table."""
     raw = delta_log.latest_metadata(path, delta_log.MANIFEST_KEY) if delta_log.exists(path) else None
     return json.loads(raw) if raw else None
-
-
-def _check_schema(spec: InputSpec, model: str) -> None:
-    """The input table must still hold every column its format reads, with the declared type
-    (added columns are fine: they are carried along unread)."""
-    actual = {f.name.lower(): f.type for f in pa.schema(DeltaTable(spec.location).schema().to_arrow())}
-    problems = []
-    for f in delta_log.arrow_schema(formats.file_schema(spec)):
-        have = actual.get(f.name.lower())
-        if have is None:
-            problems.append(f"column '{f.name}' is missing")
-        elif not _compatible(have, f.type):
-            problems.append(f"column '{f.name}' is {have}, declared {f.type}")
-    if problems:
-        raise InputError("the input's schema no longer matches its declaration: " + "; ".join(problems)
-                         + ". Fix the declaration, then run with --full-refresh to rebuild state",
-                         model=model, input_name=spec.name)
-
-
-def _compatible(have: pa.DataType, want: pa.DataType) -> bool:
-    if have == want:
-        return True
-    if pa.types.is_timestamp(have) and pa.types.is_timestamp(want):
-        return True
-    if pa.types.is_string(have) or pa.types.is_large_string(have) or pa.types.is_string_view(have):
-        return pa.types.is_string(want) or pa.types.is_large_string(want)
-    if pa.types.is_struct(have) and pa.types.is_struct(want):
-        fields = {have.field(i).name.lower(): have.field(i).type for i in range(have.num_fields)}
-        return all(want.field(i).name.lower() in fields and _compatible(fields[want.field(i).name.lower()], want.field(i).type)
-                   for i in range(want.num_fields))
-    return False
 
 
 def row_checks(spec: InputSpec, changes: DataFrame) -> list[tuple[Column, str]]:
@@ -173,7 +143,7 @@ class Run:
         changes = {}
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
-            _check_schema(spec, self.plan.model)
+            check_input_schema(spec, self.plan.model)
             changes[name] = self.persist(formats.read_changes(self.spark, spec, off["start"], off["end"]))
         checks = {name: row_checks(self.plan.inputs[name], df) for name, df in changes.items()}
         retraction = {name: col(spec.op_column).isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
