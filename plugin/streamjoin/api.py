@@ -180,25 +180,31 @@ def _table_key(table: exp.Table) -> tuple[str, ...]:
 
 
 def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
-    """Rewrite the relations the SQL reads (e.g. `shop.orders`) to their input names.
+    """Rewrite the relations the SQL reads (e.g. `shop.orders`) to their input names, in place.
+
+    Only the relation's tokens change (found by sqlglot's tokenizer offsets); each name is padded
+    with spaces to the length of the text it replaces, so every other token keeps its line and
+    column and a compile error points into the SQL as written. (A name longer than the relation
+    it replaces shifts the rest of that line.)
 
     >>> rename_relations("m", "SELECT o.id FROM shop.orders o JOIN `shop`.`prices` p ON o.id = p.id",
     ...                  {"orders": "shop.orders", "prices": "shop.prices"})
-    'SELECT o.id FROM orders AS o JOIN prices AS p ON o.id = p.id'
+    'SELECT o.id FROM orders      o JOIN prices          p ON o.id = p.id'
     """
     by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except sqlglot.errors.ParseError as exc:
         raise ConfigError(f"cannot parse the SQL: {exc}", model=model) from exc
-
-    def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and _table_key(node) in by_key:
-            alias = node.args.get("alias")
-            return exp.Table(this=exp.to_identifier(by_key[_table_key(node)]), alias=alias)
-        return node
-
-    return tree.transform(swap).sql(dialect="spark")
+    spans: list[tuple[int, int, str]] = []  # start, end (exclusive), input name
+    for table in tree.find_all(exp.Table):
+        starts = [p.meta.get("start") for p in table.parts]
+        if _table_key(table) in by_key and None not in starts:
+            start, end = min(starts), max(p.meta["end"] for p in table.parts) + 1
+            spans.append((start, end, exp.to_identifier(by_key[_table_key(table)]).sql(dialect="spark")))
+    for start, end, name in sorted(spans, reverse=True):
+        sql = sql[:start] + name.ljust(end - start) + sql[end:]
+    return sql
 
 
 # -- publishing ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from ..types import JoinType, Side, q
 from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
+from .positions import located
 from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan
 from .scope import Binding, Scope
 from .strategy import choose_strategy
@@ -48,19 +49,6 @@ _UNSUPPORTED_CLAUSES = {
 }
 
 
-def _where(node: exp.Expression, sql: str) -> str:
-    """Where a construct stands in the SQL text: 'line L, column C' when sqlglot knows it."""
-    meta = getattr(node, "meta", None) or {}
-    line, col = meta.get("line"), meta.get("col")
-    if line is None:
-        for child in node.walk():
-            meta = getattr(child, "meta", None) or {}
-            if meta.get("line") is not None:
-                line, col = meta["line"], meta.get("col")
-                break
-    return f" at line {line}, column {col}" if line is not None else ""
-
-
 class _Compiler:
     """One model's compilation: binds FROM and JOINs, places conditions, builds the plan."""
 
@@ -75,7 +63,7 @@ class _Compiler:
 
     # -- errors -----------------------------------------------------------------------------
     def fail(self, message: str, node: exp.Expression | None = None) -> CompileError:
-        return CompileError(message + (_where(node, self.sql) if node is not None else ""), model=self.model)
+        return CompileError(message + (located(node, self.sql) if node is not None else ""), model=self.model)
 
     # -- entry ------------------------------------------------------------------------------
     def compile(self) -> JoinPlan:
