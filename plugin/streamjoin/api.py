@@ -76,12 +76,12 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     plan = compile_model(name=name, sql=sql, inputs=inputs, config=config, ignore=ignore)
     tables = ModelTables(root, name)
     if full_refresh:
-        shutil.rmtree(tables.home, ignore_errors=True)
-        if relation:
+        if relation:  # first: dropping a view reads it, so its published folder must still be there
             _drop_views(spark, relation)
     apply_runtime_defaults(spark)
     report = run_once(spark, plan, tables)
     if relation:
+        shutil.rmtree(tables.home, ignore_errors=True)
         publish(spark, plan=plan, tables=tables, relation=relation, sql=sql, relations=_relations(inputs))
     return report
 

@@ -7,6 +7,8 @@ from typing import Mapping
 
 from pyspark.sql import SparkSession
 
+from . import logs
+
 DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
@@ -41,10 +43,9 @@ def local_session(*, master: str | None = None, conf: Mapping[str, str] | None =
     master = master or os.environ.get("STREAMJOIN_SPARK_MASTER", "local[2]")
     builder = SparkSession.builder.appName(app_name).master(master)
     local = LOCAL_DEFAULTS if master.startswith("local") else {}
-    for key, value in {**DEFAULTS, **local, **(conf or {})}.items():
+    for key, value in with_quiet_logs({**DEFAULTS, **local, **(conf or {})}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
     apply_runtime_defaults(spark)
     return spark
 
@@ -55,6 +56,15 @@ def apply_runtime_defaults(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
     if spark.sparkContext.master.startswith("local"):
         skip_local_checksum_files(spark)
+
+
+def with_quiet_logs(conf: Mapping[str, str]) -> dict[str, str]:
+    """`conf` with the driver's log4j options at the level of `streamjoin.logs` (nothing from Spark
+    unless STREAMJOIN_LOG_LEVEL asks), Py4J's and PySpark's Python loggers set to match."""
+    level = logs.spark_level()
+    logs.quiet_python(level)
+    key = "spark.driver.extraJavaOptions"
+    return {**conf, key: logs.merge_java_options(logs.java_options(level), conf.get(key))}
 
 
 def skip_local_checksum_files(spark: SparkSession) -> None:

@@ -198,5 +198,4 @@ streamjoin_report = api.run_model(
     relation={args["relation"]!r},
     full_refresh={args["full_refresh"]!r},
 )
-print(streamjoin_report.summary())
 '''

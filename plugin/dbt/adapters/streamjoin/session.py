@@ -134,11 +134,12 @@ def _start(plan: SessionPlan) -> "SparkSession":
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    for key, value in plan.conf.items():
+    conf = _with_log_settings(plan)
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    if plan.conf.get("spark.sql.catalogImplementation") == "hive":
+    if conf.get("spark.sql.catalogImplementation") == "hive":
         builder = builder.enableHiveSupport()
-    logger.debug(f"Starting SparkSession: {dict(plan.conf)}")
+    logger.debug(f"Starting SparkSession: {conf}")
     spark = builder.getOrCreate()
 
     warehouse = spark.conf.get("spark.sql.warehouse.dir", None)
@@ -149,3 +150,37 @@ def _start(plan: SessionPlan) -> "SparkSession":
             f"{warehouse}, not {wanted}."
         )
     return spark
+
+
+#: File (under ``<local_dir>/logs``) Spark's JVM logs to unless asked to log to the console.
+SPARK_LOG = "spark.log"
+
+
+def _with_log_settings(plan: SessionPlan) -> dict[str, str]:
+    """The plan's Spark conf with its log settings (see ``streamjoin.logs``), Spark's JVM started.
+
+    By default nothing from Spark, Py4J or Hive reaches dbt's output: the JVM's stderr (log4j
+    at WARN, and the JVM's own warnings) goes to ``<local_dir>/logs/spark.log``. ``dbt --debug``
+    keeps it on the console; ``STREAMJOIN_LOG_LEVEL`` does too, at the level it names.
+    """
+    from streamjoin import logs
+
+    requested = logs.requested_level()
+    verbose = requested is not None or _dbt_debug()
+    level = requested or "WARN"
+    logs.quiet_python(level if verbose else "OFF")
+    key = "spark.driver.extraJavaOptions"
+    conf = {**plan.conf, key: logs.merge_java_options(logs.java_options(level), plan.conf.get(key))}
+    if not verbose:
+        log_file = plan.local_dir / "logs" / SPARK_LOG
+        logs.launch_jvm(conf, stderr=log_file)
+        logger.debug(f"Spark's log: {log_file}")
+    return conf
+
+
+def _dbt_debug() -> bool:
+    """Whether dbt runs with ``--debug`` (or ``--log-level debug``)."""
+    from dbt.flags import get_flags
+
+    flags = get_flags()
+    return bool(getattr(flags, "DEBUG", False)) or str(getattr(flags, "LOG_LEVEL", "")).lower() == "debug"
