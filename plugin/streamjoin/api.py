@@ -78,10 +78,10 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     if full_refresh:
         if relation:  # first: dropping a view reads it, so its published folder must still be there
             _drop_views(spark, relation)
+        shutil.rmtree(tables.home, ignore_errors=True)
     apply_runtime_defaults(spark)
     report = run_once(spark, plan, tables)
     if relation:
-        shutil.rmtree(tables.home, ignore_errors=True)
         publish(spark, plan=plan, tables=tables, relation=relation, sql=sql, relations=_relations(inputs))
     return report
 
