@@ -54,6 +54,14 @@ def test_flinks_null_safe_pattern_is_a_null_safe_key():
     assert p.root.residual == "`o__amount` > 1"
 
 
+def test_the_null_safe_pattern_with_a_further_condition_keeps_it():
+    """`a = b OR (a IS NULL AND b IS NULL AND c)` is not `a <=> b`: it is a residual, `c` included."""
+    p = plan("SELECT o.id FROM orders o JOIN prices p ON o.id = p.id "
+             "AND (o.cust = p.price OR (o.cust IS NULL AND p.price IS NULL AND o.amount > 1))")
+    assert [(k.left, k.right, k.null_safe) for k in p.root.keys] == [("`o__id`", "`p__id`", False)]
+    assert p.root.residual == "`o__cust` = `p__price` OR (`o__cust` IS NULL AND `p__price` IS NULL AND `o__amount` > 1)"
+
+
 def test_correlated_not_in_is_an_anti_join_with_sqls_null_rule():
     """x NOT IN (S) holds when no s in S has x = s OR x IS NULL OR s IS NULL."""
     p = plan("SELECT o.id FROM orders o WHERE o.amount NOT IN (SELECT price FROM prices WHERE prices.id = o.id)")

@@ -4,7 +4,7 @@ The supported subset is one SELECT over named inputs joined by INNER/LEFT/RIGHT/
 equi-joins (with residual predicates), LEFT SEMI/ANTI joins and the EXISTS / NOT EXISTS /
 IN / NOT IN subqueries that reduce to them (`subqueries`), and derived tables over one input
 (`derived`). Names resolve in scopes (`scope`); WHERE conditions are placed by `placement`.
-Everything else fails here, naming the construct.
+Everything else fails here, naming the construct and its line and column (`positions`).
 
 >>> from streamjoin.spec import InputSpec, ModelConfig
 >>> a = InputSpec.from_dict("a", {"columns": [["id", "int"], ["v", "int"]]})

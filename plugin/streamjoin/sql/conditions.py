@@ -16,6 +16,8 @@ def predicates(e: exp.Expression) -> list[exp.Expression]:
     >>> import sqlglot
     >>> [p.sql("spark") for p in predicates(sqlglot.parse_one("(x.a = y.a OR (x.a IS NULL AND y.a IS NULL)) AND x.b > 1"))]
     ['x.a IS NOT DISTINCT FROM y.a', 'x.b > 1']
+    >>> [p.sql("spark") for p in predicates(sqlglot.parse_one("x.a = y.a OR (x.a IS NULL AND y.a IS NULL AND x.b > 1)"))]
+    ['x.a = y.a OR (x.a IS NULL AND y.a IS NULL AND x.b > 1)']
     """
     return [_null_safe_equality(c) for c in conjuncts(e)]
 
@@ -26,8 +28,9 @@ def _null_safe_equality(c: exp.Expression) -> exp.Expression:
     branches = [b.unnest() for b in (c.this, c.expression)]
     for eq, nulls in (branches, branches[::-1]):
         if isinstance(eq, exp.EQ) and isinstance(nulls, exp.And):
-            tested = [t.this for t in conjuncts(nulls) if isinstance(t, exp.Is) and isinstance(t.expression, exp.Null)]
-            if len(tested) == 2 and {t.sql() for t in tested} == {eq.this.sql(), eq.expression.sql()} \
+            parts = conjuncts(nulls)
+            tested = [t.this for t in parts if isinstance(t, exp.Is) and isinstance(t.expression, exp.Null)]
+            if len(parts) == len(tested) == 2 and {t.sql() for t in tested} == {eq.this.sql(), eq.expression.sql()} \
                     and eq.this.sql() != eq.expression.sql():
                 return exp.NullSafeEQ(this=eq.this.copy(), expression=eq.expression.copy())
     return c
