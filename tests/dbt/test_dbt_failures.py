@@ -64,8 +64,9 @@ sources:
         meta: {streamjoin: {location: "inputs/events", changelog_format: append}}
 """
 MODELS = {
-    "unsupported_sql": "select l.k, count(*) as n from {{ source('src', 'left_in') }} l "
-                       "join {{ source('src', 'right_in') }} r on l.k = r.k group by l.k",
+    # dbt keeps the model file's lines: the GROUP BY is reported on line 4
+    "unsupported_sql": "select l.k, count(*) as n\nfrom {{ source('src', 'left_in') }} l\n"
+                       "join {{ source('src', 'right_in') }} r on l.k = r.k\ngroup by l.k",
     "bad_config": "{{ config(join_stratgy='multi') }}\n"
                   "select l.k, r.w from {{ source('src', 'left_in') }} l join {{ source('src', 'right_in') }} r on l.k = r.k",
     "drifting_input": "select l.k, l.v, r.w from {{ source('src', 'left_in') }} l "
@@ -143,7 +144,7 @@ def test_first_run_builds_the_valid_models(outcome: Outcome) -> None:
 def test_unsupported_sql_is_one_error_naming_model_and_construct(outcome: Outcome) -> None:
     message = _message(outcome.first, "unsupported_sql")
     assert "streamjoin model model.streamjoin_failures.unsupported_sql failed: CompileError" in message
-    assert "GROUP BY is not supported" in message
+    assert "GROUP BY is not supported in a streaming join at line 4, column 10" in message
     assert "Traceback" not in message
 
 
