@@ -16,6 +16,8 @@ the last *complete* run (never a half-applied one):
 - `<relation>__batch`: the model's own SQL over its inputs' snapshots as that run read them
   (each changelog consolidated), i.e. what a batch engine says the result should be.
 
+`publish_input` publishes an input (a dbt source) the same way: a view over its rows now.
+
 Each view reads a folder of hard links to one table version's data files (Spark has no Delta
 reader here), so it stays valid while later runs rewrite or add files.
 """
@@ -37,7 +39,8 @@ from sqlglot import exp
 from .errors import ConfigError, InputError
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
-from .spec import DEFAULT_OP_COLUMNS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
+from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
+                   closest_key, unknown_keys)
 from .sql.compiler import compile_sql
 from .sql.plan import JoinPlan
 from .storage import delta_log, formats
@@ -109,6 +112,8 @@ def input_spec(model: str, name: str, raw: Mapping[str, Any]) -> InputSpec:
     """One input's spec from its declaration, columns and types filled in from its Delta table."""
     decl = {k: v for k, v in raw.items() if k not in _ORIGIN_KEYS}
     where = f"input '{name}'"
+    misspelt = unknown_keys(decl, INPUT_KEYS, where=where)  # reported first: they cause the problems below
+    meant = {closest_key(k, INPUT_KEYS) for k in decl if k not in INPUT_KEYS}
     problems: list[str] = []
     fmt = decl.get("changelog_format", "changelog")
     location = decl.get("location")
@@ -123,7 +128,8 @@ def input_spec(model: str, name: str, raw: Mapping[str, Any]) -> InputSpec:
     elif table_schema is not None:
         if fmt == "debezium":
             table_schema = _debezium_payload(table_schema, op_column, where, problems)
-        elif fmt in ("changelog",) and op_column.lower() not in {n.lower() for n in table_schema.names}:
+        elif fmt == "changelog" and not meant & {"changelog_format", "op_column"} \
+                and op_column.lower() not in {n.lower() for n in table_schema.names}:
             problems.append(f"{where}: changelog_format 'changelog' needs the row kind column '{op_column}', which "
                             f"the Delta table at {location} lacks; set op_column, or changelog_format 'append' "
                             "for insert-only events")
@@ -134,10 +140,16 @@ def input_spec(model: str, name: str, raw: Mapping[str, Any]) -> InputSpec:
             declared = [{"name": f.name} for f in table_schema if f.name.lower() not in bookkeeping]
         declared = [{"name": c["name"], "type": _declared_type(c) or _spark_type(table_schema, c["name"], where, problems)}
                     for c in declared]
-    if problems:
-        raise ConfigError(problems, model=model)
-    decl["columns"] = declared
-    return InputSpec.from_dict(name, decl, model=model)
+    spec = None
+    if not problems:
+        try:
+            spec = InputSpec.from_dict(name, {**{k: v for k, v in decl.items() if k in INPUT_KEYS}, "columns": declared},
+                                       model=model)
+        except ConfigError as exc:
+            problems += exc.problems
+    if misspelt or problems or spec is None:
+        raise ConfigError(misspelt + problems, model=model)
+    return spec
 
 
 def _debezium_payload(schema: pa.Schema, op_column: str, where: str, problems: list[str]) -> pa.Schema:
@@ -249,12 +261,58 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
 
 def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> str:
     """SQL for an input's rows at a version of its table, read as its format defines."""
-    files = formats.snapshot_files(spec, table_version)
+    return _snapshot_select(os.path.join(tables.home, "published", f"inputs/{spec.name}"), spec, table_version)
+
+
+def _snapshot_select(base: str, spec: InputSpec, table_version: int | None) -> str:
+    """SQL for an input's rows at a version (None: no table yet, no rows), its files linked under `base`."""
+    files = formats.snapshot_files(spec, table_version) if table_version is not None else []
     if not files:
         typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
         return f"SELECT {typed} WHERE false"
-    folder = _link_snapshot(os.path.join(tables.home, "published", f"inputs/{spec.name}"), table_version, files)
+    folder = _link_snapshot(base, table_version, files)
     return formats.snapshot_sql(spec, f"parquet.{q(folder)}")
+
+
+def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str,
+                  home: str) -> bool:
+    """Publish an input (e.g. a dbt source) as the view `relation` over its rows as they are now.
+
+    The rows are the input's changelog consolidated, read as its format defines (what
+    `<model>__batch` reads as an input's snapshot); the view reads a folder of hard links to the
+    table's current files under `home`, so later appends do not change it until it is published
+    again. The view's schema is created if missing.
+
+    Args:
+        spark: The session whose catalog gets the view.
+        name: The input's name (used in messages).
+        declaration: The input's declaration (see the module docstring).
+        relation: The catalog name, e.g. `shop.orders`.
+        home: Folder for the snapshot links of published inputs.
+
+    Returns:
+        False, publishing nothing, when `relation` is a table of the catalog's own (never replaced).
+
+    Raises:
+        ConfigError: the declaration is invalid, or names no columns and there is no Delta table.
+    """
+    kind = _table_type(spark, relation)
+    if kind not in (None, "VIEW"):
+        return False
+    spec = input_spec(name, name, declaration)
+    table = exp.to_table(relation, dialect="spark")
+    base = os.path.join(home, *(p.name for p in table.parts))
+    select = _snapshot_select(base, spec, delta_log.version(spec.location))
+    marker = os.path.join(base, "_view.sql")  # the view's last SELECT: unchanged, no DDL
+    if kind == "VIEW" and os.path.isfile(marker) and open(marker).read() == select:
+        return True
+    if table.db:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {q(table.db)}")
+    spark.sql(f"CREATE OR REPLACE VIEW {relation} AS {select}")
+    os.makedirs(base, exist_ok=True)
+    with open(marker, "w") as out:
+        out.write(select)
+    return True
 
 
 def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:

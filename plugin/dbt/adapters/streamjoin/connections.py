@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
 from pathlib import Path
-from typing import Any, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, cast
 
 from dbt.adapters.contracts.connection import AdapterRequiredConfig, Connection, ConnectionState
 from dbt.adapters.exceptions import FailedToConnectError
@@ -19,6 +20,9 @@ from dbt_common.exceptions import DbtConfigError
 
 from dbt.adapters.streamjoin import session
 from dbt.adapters.streamjoin.session import SessionPlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: Project-relative folder for the embedded warehouse, metastore and state.
 DEFAULT_LOCAL_DIR = ".streamjoin"
@@ -100,8 +104,17 @@ def _resolve(path: str, *, base: Path) -> Path:
     return resolved if resolved.is_absolute() else (base / resolved).resolve()
 
 
+#: Called once per connection manager, with the SparkSession, before its first statement runs.
+SessionStartHook = Callable[["SparkSession"], None]
+
+
 class StreamjoinConnectionManager(SparkConnectionManager):
-    """dbt-spark's ``session`` connections, on a SparkSession this adapter configures."""
+    """dbt-spark's ``session`` connections, on a SparkSession this adapter configures.
+
+    Spark starts lazily: only when a statement must run (``dbt parse``, ``compile`` and ``ls``
+    start none). Before the first statement of an invocation, :attr:`on_session_start` runs
+    once (the adapter publishes the project's sources there).
+    """
 
     TYPE = "streamjoin"
 
@@ -114,16 +127,37 @@ class StreamjoinConnectionManager(SparkConnectionManager):
         self.session_plan = credentials.session_plan(
             project_root=project_root, app_name=f"dbt-streamjoin ({project_name})"
         )
+        self.on_session_start: Optional[SessionStartHook] = None
+        self._started = False
+        self._start_lock = threading.RLock()
         session.configure(self.session_plan)
+
+    def spark(self) -> "SparkSession":
+        """The SparkSession, started on first use; :attr:`on_session_start` has run when this returns."""
+        with self._start_lock:
+            spark = self._open_session()
+            if not self._started:
+                self._started = True
+                if self.on_session_start is not None:
+                    self.on_session_start(spark)
+            return spark
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> Tuple[Connection, Any]:
+        self.spark()
+        return super().add_query(sql, *args, **kwargs)
+
+    @staticmethod
+    def _open_session() -> "SparkSession":
+        try:
+            return session.get_or_create()
+        except Exception as exc:
+            raise FailedToConnectError(
+                f"could not start the in-process SparkSession: {type(exc).__name__}: {exc}"
+            ) from exc
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         if connection.state != ConnectionState.OPEN:
-            try:
-                session.get_or_create()
-            except Exception as exc:
-                raise FailedToConnectError(
-                    f"could not start the in-process SparkSession: {type(exc).__name__}: {exc}"
-                ) from exc
+            cls._open_session()
         return super().open(connection)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Type
+import threading
+from multiprocessing.context import SpawnContext
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Type
 
 from dbt.adapters.base import BaseRelation, PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -13,7 +15,7 @@ from streamjoin import StreamJoinError
 from streamjoin.api import input_spec
 from typing_extensions import TypeAlias
 
-from dbt.adapters.streamjoin import model_code, session
+from dbt.adapters.streamjoin import model_code, relations, sources
 from dbt.adapters.streamjoin.connections import StreamjoinConnectionManager
 from dbt.adapters.streamjoin.python_submission import SUBMISSION_METHOD, SessionPythonJobHelper
 
@@ -27,6 +29,58 @@ class StreamjoinAdapter(SparkAdapter):
 
     ConnectionManager: TypeAlias = StreamjoinConnectionManager
     connections: StreamjoinConnectionManager
+
+    def __init__(self, config: Any, mp_context: SpawnContext) -> None:
+        super().__init__(config, mp_context)
+        self.connections.on_session_start = self._publish_sources
+        self._deferred_cache: Optional[Tuple[List[Any], bool, Optional[Set[BaseRelation]]]] = None
+        self._deferred_cache_lock = threading.RLock()
+
+    # -- Spark only when a statement must run ----------------------------------------------------
+
+    def set_relations_cache(self, relation_configs: Iterable[Any], clear: bool = False,
+                            required_schemas: Optional[Set[BaseRelation]] = None) -> None:
+        """Defer listing the catalog until dbt first reads or changes the relation cache.
+
+        dbt fills the cache before every command; listing schemas needs Spark, which a command
+        that runs no statement (``dbt compile`` of these models) then never starts.
+        """
+        with self._deferred_cache_lock:
+            self._deferred_cache = (list(relation_configs), clear, required_schemas)
+
+    def _populate_deferred_cache(self) -> None:
+        with self._deferred_cache_lock:
+            deferred, self._deferred_cache = self._deferred_cache, None
+            if deferred is not None:
+                super().set_relations_cache(deferred[0], clear=deferred[1], required_schemas=deferred[2])
+
+    def _schema_is_cached(self, database: Optional[str], schema: str) -> bool:
+        self._populate_deferred_cache()
+        return super()._schema_is_cached(database, schema)
+
+    @available
+    def cache_added(self, relation: Optional[BaseRelation]) -> str:
+        self._populate_deferred_cache()
+        return super().cache_added(relation)
+
+    @available
+    def cache_dropped(self, relation: Optional[BaseRelation]) -> str:
+        self._populate_deferred_cache()
+        return super().cache_dropped(relation)
+
+    @available
+    def cache_renamed(self, from_relation: Optional[BaseRelation], to_relation: Optional[BaseRelation]) -> str:
+        self._populate_deferred_cache()
+        return super().cache_renamed(from_relation, to_relation)
+
+    def _publish_sources(self, spark: Any) -> None:
+        """Publish the project's streamjoin sources in Spark's catalog (see ``sources``)."""
+        manifest = self.get_macro_resolver()
+        nodes = getattr(manifest, "sources", None) or {}
+        pairs = [(node.to_dict(), str(self.Relation.create(schema=node.schema, identifier=node.identifier)))
+                 for node in nodes.values()]
+        sources.publish_sources(spark, pairs, state_root=self.streamjoin_home(),
+                                project_root=str(self.connections.project_root))
 
     @available
     def streamjoin_home(self) -> str:
@@ -59,31 +113,26 @@ class StreamjoinAdapter(SparkAdapter):
         )
 
     def get_columns_in_relation(self, relation: BaseRelation) -> List[SparkColumn]:
-        """The relation's columns in Spark's catalog; for a source that is only a Delta changelog of
-        a ``streaming_join`` model, the columns it is declared (or stored) with. dbt's unit tests
-        read these to build their fixtures for the model's SQL."""
-        columns = super().get_columns_in_relation(relation)
-        if columns:
-            return columns
-        source = self._source_of(relation)
-        if source is None:
-            return columns
-        declaration = model_code.input_declaration(source, str(relation), state_root=self.streamjoin_home(),
-                                                   project_root=str(self.connections.project_root))
-        try:
-            spec = input_spec(source["name"], source["name"], declaration)
-        except StreamJoinError:
-            return columns  # neither declared nor stored yet: dbt says the relation does not exist
-        return [self.Column(column=c.name, dtype=c.type) for c in spec.columns]
-
-    def _source_of(self, relation: BaseRelation) -> Optional[Dict[str, Any]]:
-        """The manifest's source node published as ``relation`` (schema and identifier), if any."""
-        sources = getattr(self.get_macro_resolver(), "sources", None) or {}
-        wanted = ((relation.schema or "").lower(), (relation.identifier or "").lower())
-        for source in sources.values():
-            if ((source.schema or "").lower(), (source.identifier or "").lower()) == wanted:
-                return source.to_dict()
-        return None
+        """The relation's columns, found without Spark where streamjoin knows them (see ``relations``):
+        a source's as declared (or stored), a ``streaming_join`` model view's from its Delta table.
+        Other relations' come from Spark's catalog; one that does not exist has none (an expected
+        miss, so nothing is logged). dbt's unit tests and ``changelog_consistent`` read these."""
+        manifest = self.get_macro_resolver()
+        source = relations.find_source(manifest, relation.schema, relation.identifier)
+        if source is not None:
+            declaration = model_code.input_declaration(source, str(relation), state_root=self.streamjoin_home(),
+                                                       project_root=str(self.connections.project_root))
+            try:
+                spec = input_spec(source["name"], source["name"], declaration)
+                return [self.Column(column=c.name, dtype=c.type) for c in spec.columns]
+            except StreamJoinError:
+                pass  # neither declared nor stored yet: perhaps a table of the catalog's own
+        table = relations.model_table(manifest, relation.schema, relation.identifier, state_root=self.streamjoin_home())
+        if table is not None:
+            return [self.Column(column=name, dtype=dtype) for name, dtype in relations.delta_columns(table)]
+        if not self.connections.spark().catalog.tableExists(relation.render()):
+            return []
+        return super().get_columns_in_relation(relation)
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return AdapterResponse(_message=str(submission_result or "OK"))
@@ -105,7 +154,7 @@ class StreamjoinAdapter(SparkAdapter):
                 f"`submission_method: {SUBMISSION_METHOD}`."
             )
         # Model code calls SparkSession.builder.getOrCreate(): make sure it finds ours.
-        session.get_or_create()
+        self.connections.spark()
         return super().submit_python_job(parsed_model, compiled_code)
 
     @classmethod

@@ -56,7 +56,7 @@ def dbt_config_keys() -> FrozenSet[str]:
     return frozenset(keys)
 
 
-def _meta(node: Mapping[str, Any]) -> Dict[str, Any]:
+def streamjoin_meta(node: Mapping[str, Any]) -> Dict[str, Any]:
     """The node's streamjoin declaration (source-level, table-level and config meta merged)."""
     merged: Dict[str, Any] = {}
     config = node.get("config") or {}
@@ -90,7 +90,7 @@ def input_name(node: Mapping[str, Any], taken: FrozenSet[str]) -> str:
 def input_declaration(node: Mapping[str, Any], relation: str, *, state_root: str,
                       project_root: str) -> Dict[str, Any]:
     """What streamjoin needs to know about one input, from its dbt node."""
-    declared = _meta(node)
+    declared = streamjoin_meta(node)
     columns = _columns(node)
     decl: Dict[str, Any] = {"relation": relation}
     if node["resource_type"] == "source":
