@@ -50,9 +50,9 @@ bench: setup flink-setup $(BENCH_STAMP)
 bench-full: setup flink-setup $(BENCH_STAMP)
 	$(BIN)/python -m bench.harness --mode full --driver-memory 8g --out bench/full
 
-# The example dbt project, scheduled by its Airflow DAG for three batches of changes.
+# The example dbt project (example/), scheduled by its Airflow DAG for three batches of changes.
 demo: setup
 	$(BIN)/python scripts/demo_airflow.py
 
 clean:
-	rm -rf $(VENV) $(FLINK_VENV) target logs .streamjoin
+	rm -rf $(VENV) $(FLINK_VENV) target logs .streamjoin example/.streamjoin example/target example/logs

@@ -1,8 +1,8 @@
 """The example project's DAGs: its streaming joins every 15 minutes, and a manual full refresh.
 
-Glue only (see streamjoin_airflow). The project's state is where its profile puts it:
-$STREAMJOIN_LOCAL_DIR (default <repo>/.streamjoin); dbt's manifest is read from
-<local_dir>/target/manifest.json, written by `dbt parse --target-path <local_dir>/target`.
+Glue only (see streamjoin_airflow). The project is example/; its state is where its profile
+puts it: $STREAMJOIN_LOCAL_DIR (default example/.streamjoin). dbt's manifest is
+<local_dir>/target/manifest.json, parsed when this file loads if it is missing or stale.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from streamjoin_airflow import DbtProject, load_plan
 from streamjoin_airflow.dag import full_refresh_dag, incremental_dag
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = Path(__file__).resolve().parent.parent / "example"
 LOCAL_DIR = Path(os.environ.get("STREAMJOIN_LOCAL_DIR", PROJECT_DIR / ".streamjoin")).resolve()
 START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 

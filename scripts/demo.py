@@ -25,14 +25,15 @@ import load_batch  # noqa: E402
 PROJECT = load_batch.PROJECT
 
 
-def dbt_build(local_dir: Path) -> tuple[int, dict]:
-    """`dbt build` in its own process; its exit code and run results."""
+def dbt_build(local_dir: Path, command: str = "build") -> tuple[int, dict]:
+    """`dbt <command>` (default build) in its own process; its exit code and run results."""
     env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
            "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")}
-    command = [str(Path(sys.executable).with_name("dbt")), "build", "--project-dir", str(PROJECT),
-               "--profiles-dir", str(PROJECT), "--target-path", str(local_dir / "target"),
-               "--log-path", str(local_dir / "logs")]
-    done = subprocess.run(command, cwd=PROJECT, env=env, capture_output=True, text=True)
+    args = [str(Path(sys.executable).with_name("dbt")), command, "--project-dir", str(PROJECT),
+            "--profiles-dir", str(PROJECT), "--log-path", str(local_dir / "logs")]
+    if command != "deps":  # deps takes no --target-path
+        args += ["--target-path", str(local_dir / "target")]
+    done = subprocess.run(args, cwd=PROJECT, env=env, capture_output=True, text=True)
     results_file = local_dir / "target" / "run_results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {"results": []}
     if done.returncode:
@@ -70,7 +71,7 @@ def main() -> int:
     local_dir.mkdir(parents=True)
     models_root = local_dir / "state" / "models"
     seen: dict[str, int] = {}
-    failed = False
+    failed = dbt_build(local_dir, "deps")[0] != 0  # installs the streamjoin package (example/packages.yml)
     for batch in range(1, args.batches + 1):
         appended = load_batch.load(batch, local_dir / "state")
         print(f"\n=== batch {batch}: appended " + ", ".join(f"{n} +{k}" for n, k in appended.items() if k))

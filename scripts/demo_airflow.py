@@ -3,7 +3,7 @@
     python scripts/demo_airflow.py [--batches 3] [--local-dir .streamjoin/demo_airflow] [--summary out.json]
 
 Starts from empty state (the folder is wiped) with a throwaway Airflow home (SQLite) inside
-it, parses the dbt project, then per batch: append the batch to every input
+it, loads the DAG file (which parses the dbt project), then per batch: append the batch to every input
 (scripts/load_batch.py) and run the DAG `streamjoin_example` for the next 15-minute interval
 with `dag.test()` (tasks in this process: one SparkSession for all), printing per model the
 changes it consumed and the changelog it emitted, and the outcome of the dbt tests.
@@ -26,7 +26,7 @@ import demo  # noqa: E402  (reads a model's run log and changelog)
 import load_batch  # noqa: E402
 
 PROJECT = load_batch.PROJECT
-DAG_FILE = PROJECT / "dags" / "streamjoin_example.py"
+DAG_FILE = load_batch.REPO / "dags" / "streamjoin_example.py"
 INTERVAL = dt.timedelta(minutes=15)
 
 
@@ -83,13 +83,12 @@ def main() -> int:
 
     db.initdb()
     print(f"Airflow metadata database ready in {time.time() - started:.0f}s ({os.environ['AIRFLOW_HOME']})")
-    from streamjoin_airflow import DbtProject, invocation
+    from streamjoin_airflow import DbtProject
 
     started = time.time()
     project = DbtProject(PROJECT, state_root=str(local_dir / "state"), target_path=local_dir / "target",
                          env={"STREAMJOIN_LOCAL_DIR": str(local_dir)})
-    invocation.parse(project)
-    module = load_dag_module()  # the DAG file builds its plan from the manifest just written
+    module = load_dag_module()  # the DAG file runs dbt deps and dbt parse: its manifest is missing
     assert module.project == project, f"the DAG file's project differs: {module.project}"
     dag = module.streamjoin_example
     print(f"dbt parse in {time.time() - started:.0f}s; DAG '{dag.dag_id}': {', '.join(module.plan.model_names)}")

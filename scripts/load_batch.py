@@ -2,11 +2,11 @@
 
     python scripts/load_batch.py 1 [--state-root PATH]
 
-The changelogs are `seeds/changelogs/<table>.csv`: a `batch` column, the row kind in
+The changelogs are `example/seeds/changelogs/<table>.csv`: a `batch` column, the row kind in
 `_row_kind` (for `changelog` inputs) and the data columns. Each input's Delta table lives
 where the adapter looks for it: `<state_root>/sources/<source>/<table>`, with the state root
 `$STREAMJOIN_LOCAL_DIR/state` (default `.streamjoin/state` in the project). Column types come
-from `models/sources.yml`; inputs declared without columns get bigint/string by their values.
+from `example/models/sources.yml`; inputs declared without columns get bigint/string by their values.
 An input with no rows in a batch gets no new table version (an empty table on first load).
 """
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pyarrow as pa
 import yaml
 from deltalake import write_deltalake
 
-PROJECT = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = REPO / "example"  # the example dbt project
 CHANGELOGS = PROJECT / "seeds" / "changelogs"
 ROW_KIND = "_row_kind"
 

@@ -10,6 +10,7 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator, Literal, Sequence
 
 from .plan import DbtProject
@@ -59,10 +60,12 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _common_args(project: DbtProject) -> list[str]:
+def _common_args(project: DbtProject, *, target_path: bool = True) -> list[str]:
     args = ["--project-dir", str(project.project_dir), "--profiles-dir", str(project.profiles_dir or project.project_dir)]
     if project.target_path:
-        args += ["--target-path", str(project.target_path), "--log-path", str(project.target_path.parent / "logs")]
+        args += ["--log-path", str(project.target_path.parent / "logs")]
+        if target_path:
+            args += ["--target-path", str(project.target_path)]
     if project.target:
         args += ["--target", project.target]
     return args
@@ -70,6 +73,18 @@ def _common_args(project: DbtProject) -> list[str]:
 
 def _key(project: DbtProject) -> tuple:
     return (str(project.project_dir), str(project.target_path), project.target, tuple(sorted(project.env.items())))
+
+
+def deps(project: DbtProject) -> None:
+    """``dbt deps``, when the project declares packages (``packages.yml`` or ``dependencies.yml``)."""
+    from dbt.cli.main import dbtRunner
+
+    if not any((Path(project.project_dir) / name).is_file() for name in ("packages.yml", "dependencies.yml")):
+        return
+    with _lock, _environment(dict(project.env)):
+        done = dbtRunner().invoke(["deps", *_common_args(project, target_path=False)])
+    if not done.success:
+        raise RuntimeError(f"dbt deps of {project.project_dir} failed: {done.exception}")
 
 
 def parse(project: DbtProject) -> Any:

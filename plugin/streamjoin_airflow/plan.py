@@ -2,7 +2,7 @@
 
 A :class:`RunPlan` lists the models to run once per interval, in dependency order, each
 with the Delta tables it writes, and the dbt tests to run after them. It is read from
-dbt's ``manifest.json`` (written by ``dbt parse`` or any other dbt command); turning it
+dbt's ``manifest.json`` (parsed when missing or stale, see :mod:`streamjoin_airflow.manifest`); turning it
 into a DAG is :mod:`streamjoin_airflow.dag`'s job.
 
 >>> manifest = {"metadata": {"project_name": "shop"}, "nodes": {
@@ -141,11 +141,20 @@ def _models_of(test: Mapping[str, Any], nodes: Mapping[str, Any]) -> set[str]:
     return {p for p in test.get("depends_on", {}).get("nodes", []) if nodes.get(p, {}).get("resource_type") == "model"}
 
 
-def load_plan(project: DbtProject, *, materializations: Sequence[str] = ("streaming_join",)) -> RunPlan:
-    """The plan from the project's ``manifest.json``; run ``dbt parse`` first to write it."""
+def load_plan(project: DbtProject, *, materializations: Sequence[str] = ("streaming_join",),
+              parse: bool = True) -> RunPlan:
+    """The plan from the project's ``manifest.json``.
+
+    With `parse` (the default) the manifest is parsed first when it is missing or stale
+    (:func:`streamjoin_airflow.manifest.ensure_manifest`); without, it must exist.
+    """
+    if parse:
+        from .manifest import ensure_manifest
+
+        ensure_manifest(project)
     path = project.manifest_path
     if not path.is_file():
         raise ConfigError(f"no dbt manifest at {str(path)!r}: run `dbt parse --project-dir {project.project_dir} "
-                          f"--target-path {path.parent}` (or streamjoin_airflow.invocation.parse) before loading the DAG")
+                          f"--target-path {path.parent}`, or load the plan with parse=True")
     return build_plan(json.loads(path.read_text()), state_root=project.state_root,
                       materializations=materializations)

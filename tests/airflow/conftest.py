@@ -1,9 +1,12 @@
-"""Airflow tests: a throwaway Airflow home (set before Airflow is first imported) and the example's manifest."""
+"""Airflow tests: a throwaway Airflow home (set before Airflow is first imported) and a local dir for the example.
+
+Loading the example's DAG file parses the dbt project when its manifest is missing (dbt deps +
+dbt parse, 6 s on an idle machine, longer under CI load): the DagBag import timeout is raised
+for that, as a deployment would (dags/README.md).
+"""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -14,15 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="streamjoin-airflow-home-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "false")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+os.environ.setdefault("AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT", "300")
 
 
 @pytest.fixture(scope="session")
 def example_local_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A local dir for the example project with its manifest parsed (`dbt parse`, no Spark)."""
-    local_dir = tmp_path_factory.mktemp("example_parsed")
-    env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-    done = subprocess.run([str(Path(sys.executable).with_name("dbt")), "parse", "--project-dir", str(REPO),
-                           "--profiles-dir", str(REPO), "--target-path", str(local_dir / "target"),
-                           "--log-path", str(local_dir / "logs")], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    return local_dir
+    """An empty local dir for the example project: the first DagBag load parses the project into it."""
+    return tmp_path_factory.mktemp("example_local_dir")

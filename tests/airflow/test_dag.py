@@ -51,8 +51,8 @@ def test_each_model_task_publishes_its_result_and_changelog_as_assets(dagbag, ex
     for name in MODELS:
         outlets = {(a.name, a.uri) for a in dag.task_dict[name].outlets}
         home = (example_local_dir / "state" / "models" / name).resolve()
-        assert outlets == {(f"streamjoin.{name}.result", (home / "result").as_uri()),
-                           (f"streamjoin.{name}.changelog", (home / "changelog").as_uri())}
+        assert outlets == {(f"streamjoin_example.{name}.result", (home / "result").as_uri()),
+                           (f"streamjoin_example.{name}.changelog", (home / "changelog").as_uri())}
     assert not dag.task_dict[TEST_TASK].outlets
 
 

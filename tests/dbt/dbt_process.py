@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from deltalake import DeltaTable
 
 REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "example"  # the example project; it installs the repository root as the streamjoin package
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,31 @@ def _plain(value: Any) -> Any:
 def versions(paths: Sequence[Path]) -> Dict[str, Optional[int]]:
     """Each Delta table's latest version (None where there is no table)."""
     return {str(p): DeltaTable(str(p)).version() if DeltaTable.is_deltatable(str(p)) else None for p in paths}
+
+
+_SESSION_SCRIPT = """
+import json, sys
+from dbt.cli.main import dbtRunner
+commands, common = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+out = []
+for args in commands:
+    done = dbtRunner().invoke([*args, *common])
+    rows = {r.node.name: [list(row) for row in r.agate_table.rows]
+            for r in getattr(done.result, "results", None) or [] if getattr(r, "agate_table", None) is not None}
+    out.append({"success": done.success, "error": None if done.exception is None else str(done.exception), "rows": rows})
+print("DBT_SESSION " + json.dumps(out, default=str))
+"""
+
+
+def dbt_session(commands: Sequence[Sequence[str]], *, project: Path, local_dir: Path) -> List[Dict[str, Any]]:
+    """Several dbt commands in one process (one SparkSession): per command its success, error and,
+    for `dbt show`, the rows per node name."""
+    common = ["--project-dir", str(project), "--profiles-dir", str(project), "--log-path", str(local_dir / "logs"),
+              "--target-path", str(local_dir / "target")]
+    env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+           "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    done = subprocess.run([sys.executable, "-c", _SESSION_SCRIPT, json.dumps([list(c) for c in commands]),
+                           json.dumps(common)], cwd=local_dir, env=env, capture_output=True, text=True, timeout=1800)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("DBT_SESSION ")]
+    assert lines, done.stdout[-4000:] + done.stderr[-4000:]
+    return json.loads(lines[-1].removeprefix("DBT_SESSION "))

@@ -1,12 +1,13 @@
 """The example project through real dbt, Spark and Delta: three batches, one `dbt build` each.
 
 Before each build, `scripts/load_batch.py` appends the next batch of every input's changelog
-(`seeds/changelogs/*.csv`). After each build the tests check every model and dbt test passed
+(`example/seeds/changelogs/*.csv`). After each build the tests check every model and dbt test passed
 (including `streamjoin.matches_batch`: Spark's batch evaluation of each model agrees), the
 result tables against hand-worked expectations, and the changelog each run emitted.
 """
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Dict, List
 
 import pytest
 
-from dbt_process import REPO, Invocation, dbt, rows
+from dbt_process import EXAMPLE, REPO, Invocation, dbt, dbt_session, rows
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +41,51 @@ class Build:
 def builds(tmp_path_factory: pytest.TempPathFactory) -> List[Build]:
     local_dir = tmp_path_factory.mktemp("example")
     models = local_dir / "state" / "models"
+    deps = dbt(["deps"], project=EXAMPLE, local_dir=local_dir)
+    assert deps.returncode == 0, deps.output
     out = []
     for batch in (1, 2, 3):
         load_batch.load(batch, local_dir / "state")
-        invocation = dbt(["build"], project=REPO, profiles_dir=REPO, local_dir=local_dir)
+        invocation = dbt(["build"], project=EXAMPLE, local_dir=local_dir)
         out.append(Build(invocation,
                          {m: rows(models / m / "result") for m in MODELS},
                          {m: rows(models / m / "changelog") for m in MODELS}, local_dir))
     return out
+
+
+@pytest.fixture(scope="module")
+def other_commands(builds: List[Build]) -> List[dict]:
+    """After the third build, in one new dbt process: `dbt show` of a model and of every relation
+    kind a model or test can name, then `dbt docs generate`."""
+    relations = ("select (select count(*) from {{ source('shop', 'orders') }}) as source_rows, "
+                 "(select count(*) from {{ ref('orders_prices_left') }}) as result_rows, "
+                 "(select count(*) from {{ ref('orders_prices_left') }}__changelog) as changelog_rows, "
+                 "(select count(*) from {{ ref('orders_prices_left') }}__batch) as batch_rows")
+    return dbt_session([["show", "--select", "orders_prices_left"], ["show", "--inline", relations],
+                        ["docs", "generate"]], project=EXAMPLE, local_dir=builds[-1].local_dir)
+
+
+def test_dbt_show_of_a_model_evaluates_its_sql_over_its_sources(other_commands: List[dict]) -> None:
+    show = other_commands[0]
+    assert show["success"], show["error"]
+    assert sorted(map(tuple, show["rows"]["orders_prices_left"]), key=repr) == sorted(EXPECTED_LEFT[2], key=repr)
+
+
+def test_sources_results_changelogs_and_batch_views_resolve_in_a_new_dbt_process(other_commands: List[dict]) -> None:
+    show = other_commands[1]
+    assert show["success"], show["error"]
+    [[source_rows, result_rows, changelog_rows, batch_rows]] = show["rows"]["inline_query"]
+    assert (source_rows, result_rows, batch_rows) == (4, 4, 4)  # a left join keeps each of the 4 orders once
+    assert changelog_rows > result_rows
+
+
+def test_docs_generate_lists_the_sources_with_their_columns(builds: List[Build], other_commands: List[dict]) -> None:
+    assert other_commands[2]["success"], other_commands[2]["error"]
+    catalog = json.loads((builds[-1].local_dir / "target" / "catalog.json").read_text())
+    assert len(catalog["sources"]) == len(load_batch.inputs())
+    orders = catalog["sources"]["source.streamjoin_example.shop.orders"]["columns"]
+    assert list(orders) == ["order_id", "customer_id", "product_id", "qty", "ordered_at"]
+    assert {f"model.streamjoin_example.{m}" for m in MODELS} <= set(catalog["nodes"])
 
 
 def test_every_model_and_every_dbt_test_passes_in_every_build(builds: List[Build]) -> None:
@@ -59,6 +97,8 @@ def test_every_model_and_every_dbt_test_passes_in_every_build(builds: List[Build
         assert len(tests) == len(MODELS)
         # a dbt unit test of a streaming_join model's SQL, its source inputs known only by declaration
         assert build.dbt.results["orders_prices_left.orders_without_a_price_are_padded"]["status"] == "pass"
+        # its column lookup of the sources is answered from their declarations: no expected miss logged
+        assert "TABLE_OR_VIEW_NOT_FOUND" not in build.dbt.output
 
 
 def test_each_run_reports_what_it_consumed(builds: List[Build]) -> None:
@@ -165,7 +205,7 @@ def test_macro_written_models_compile_to_the_plan_of_their_sql(builds: List[Buil
     from streamjoin.api import compile_model
 
     local_dir = builds[0].local_dir
-    compiled = (local_dir / "target" / "compiled" / "streamjoin" / "models" / f"{model}.sql").read_text()
+    compiled = (local_dir / "target" / "compiled" / "streamjoin_example" / "models" / f"{model}.sql").read_text()
     inputs = {}
     for name, spec in load_batch.inputs().items():
         inputs[name] = {"relation": f"{spec['source']}.{name}",

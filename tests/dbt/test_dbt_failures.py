@@ -28,11 +28,6 @@ profile: streamjoin_failures
 models:
   streamjoin_failures:
     +materialized: streaming_join
-  streamjoin:
-    +enabled: false  # the package's example models
-sources:
-  streamjoin:
-    +enabled: false
 """
 # The streaming_join materialization comes from this repository, used as a dbt package.
 PACKAGES_YML = f"""
