@@ -1,12 +1,15 @@
 """Run the example project through its Airflow DAG for a few intervals and show what every run did.
 
-    python scripts/demo_airflow.py [--batches 3] [--local-dir .streamjoin/demo_airflow] [--summary out.json]
+    python scripts/demo_airflow.py [--batches 3] [--local-dir .streamjoin/demo_airflow] [--summary out.json] [--rows]
 
 Starts from empty state (the folder is wiped) with a throwaway Airflow home (SQLite) inside
 it, loads the DAG file (which parses the dbt project), then per batch: append the batch to every input
 (scripts/load_batch.py) and run the DAG `streamjoin_example` for the next 15-minute interval
-with `dag.test()` (tasks in this process: one SparkSession for all), printing per model the
-changes it consumed and the changelog it emitted, and the outcome of the dbt tests.
+with `dag.test()` (tasks in this process: one SparkSession for all), printing per model run the
+changes it consumed and the changelog it emitted (`--rows`: the rows too), and per DAG run the
+outcome of the dbt tests; then a summary per batch and where to look next. Spark's, dbt's and
+Airflow's own logs stay off the console unless STREAMJOIN_LOG_LEVEL is set (Spark's go to
+<local-dir>/logs/spark.log).
 `--summary` writes every DAG run's task states and test outcomes as JSON (the tests read it).
 """
 from __future__ import annotations
@@ -19,10 +22,13 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 
+from streamjoin import logs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import demo  # noqa: E402  (reads a model's run log and changelog)
+import demo_report  # noqa: E402  (reads the models' run logs and changelogs)
 import load_batch  # noqa: E402
 
 PROJECT = load_batch.PROJECT
@@ -41,6 +47,11 @@ def prepare_environment(local_dir: Path) -> None:
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
     })
+    if not os.environ.get(logs.ENV_VAR):  # the demo prints its own report; STREAMJOIN_LOG_LEVEL brings the rest
+        os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("DBT_QUIET", "true")
+        # Airflow's dag.test() imports Starlette's test client, which warns about its own dependency
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient` is deprecated")
 
 
 def load_dag_module():
@@ -50,28 +61,12 @@ def load_dag_module():
     return module
 
 
-def report_models(models_root: Path, seen: dict[str, int]) -> dict[str, int]:
-    """Print each model's newest run (changes consumed, changelog emitted); their run ids."""
-    runs = {}
-    for home in sorted(models_root.iterdir()) if models_root.is_dir() else []:
-        run = demo.last_run(home)
-        if run is None or seen.get(home.name) == run["run_id"]:
-            print(f"  {home.name}: no new run")
-            continue
-        seen[home.name] = runs[home.name] = run["run_id"]
-        consumed = ", ".join(f"{k}={v}" for k, v in json.loads(run["changes_in"]).items())
-        emitted = demo.changelog_of(home, run["run_id"])
-        print(f"  {home.name} run {run['run_id']}: consumed {consumed}; emitted {len(emitted)} changelog rows")
-        for record in sorted(emitted, key=lambda r: (r["_row_kind"][0] == "+", repr(r))):
-            print(f"      {demo._row(record)}")
-    return runs
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--local-dir", type=Path, default=PROJECT / ".streamjoin" / "demo_airflow")
     parser.add_argument("--summary", type=Path, default=None)
+    parser.add_argument("--rows", action="store_true", help="also print every changelog row each run emitted")
     args = parser.parse_args()
     local_dir = args.local_dir.resolve()
     shutil.rmtree(local_dir, ignore_errors=True)
@@ -94,7 +89,7 @@ def main() -> int:
     print(f"dbt parse in {time.time() - started:.0f}s; DAG '{dag.dag_id}': {', '.join(module.plan.model_names)}")
 
     seen: dict[str, int] = {}
-    summary = []
+    summary, batches = [], []
     for batch in range(1, args.batches + 1):
         appended = load_batch.load(batch, local_dir / "state")
         print(f"\n=== batch {batch}: appended " + ", ".join(f"{n} +{k}" for n, k in appended.items() if k))
@@ -105,13 +100,19 @@ def main() -> int:
         results = project.target_path / "run_results.json"
         tests = {r["unique_id"].split(".")[2]: r["status"] for r in json.loads(results.read_text())["results"]
                  if r["unique_id"].startswith("test.")} if results.exists() else {}
+        runs = demo_report.new_runs(local_dir / "state" / "models", seen)
+        for model_run in runs:
+            print(model_run.line(), *(model_run.rows() if args.rows else ()), sep="\n")
         failed = sorted(t for t, s in tasks.items() if s != "success")
-        print(f"DAG run {logical_date:%Y-%m-%d %H:%M}: {run.state} in {time.time() - started:.0f}s"
-              + (f"; tasks not successful: {failed}" if failed else "")
-              + f"; dbt tests: " + ", ".join(f"{s}={list(tests.values()).count(s)}" for s in sorted(set(tests.values()))))
-        runs = report_models(local_dir / "state" / "models", seen)
+        outcome = demo_report.Batch(batch, str(run.state), runs, tests, time.time() - started)
+        print(f"DAG run {logical_date:%Y-%m-%d %H:%M}: {run.state} in {outcome.seconds:.0f}s; "
+              f"{len(runs)} models run; dbt tests passed: {outcome.tests_passed}/{len(tests)}"
+              + (f"; tasks not successful: {failed}" if failed else ""))
+        batches.append(outcome)
         summary.append({"batch": batch, "logical_date": logical_date.isoformat(), "state": str(run.state),
-                        "tasks": tasks, "tests": tests, "runs": runs, "seconds": round(time.time() - started, 1)})
+                        "tasks": tasks, "tests": tests, "runs": {r.model: r.run_id for r in runs},
+                        "seconds": round(outcome.seconds, 1)})
+    print(*demo_report.summary(batches, local_dir=local_dir, models=len(module.plan.model_names)), sep="\n")
     if args.summary:
         args.summary.write_text(json.dumps(summary, indent=2))
     return 0 if all(s["state"] == "success" for s in summary) else 1
