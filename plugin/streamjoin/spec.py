@@ -5,9 +5,10 @@ problem before raising one `ConfigError`.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from .errors import ConfigError
 from .types import parse_duration
@@ -21,6 +22,33 @@ DEFAULT_OP_COLUMNS = {"changelog": "_row_kind", "debezium": "op", "cdf": "_chang
 
 ROW_KIND_COLUMN = "_row_kind"
 RUN_ID_COLUMN = "_run_id"
+#: The keys of an input's declaration (`InputSpec.from_dict`).
+INPUT_KEYS = ("columns", "unique_key", "event_time", "watermark_delay", "location", "changelog_format", "op_column",
+              "delete_column", "sequence_column")
+
+
+def unknown_keys(raw: Iterable[str], known: Iterable[str], *, where: str = "", noun: str = "key") -> list[str]:
+    """A problem for each key of `raw` not in `known`, naming the closest known key when one is near.
+
+    >>> unknown_keys(["changelog_fromat", "location"], INPUT_KEYS, where="input 'orders'")
+    ["input 'orders': unknown key 'changelog_fromat': did you mean 'changelog_format'?"]
+    """
+    known = list(known)
+    head = f"{where}: " if where else ""
+    problems = []
+    for key in raw:
+        if key in known:
+            continue
+        near = closest_key(key, known)
+        hint = f"did you mean '{near}'?" if near else f"known: {', '.join(known)}"
+        problems.append(f"{head}unknown {noun} '{key}': {hint}")
+    return problems
+
+
+def closest_key(key: str, known: Iterable[str]) -> str | None:
+    """The known key that `key` most likely misspells, if any is close."""
+    near = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 @dataclass(frozen=True)
@@ -66,12 +94,7 @@ class InputSpec:
     @classmethod
     def from_dict(cls, name: str, raw: Mapping[str, Any], *, model: str | None = None) -> "InputSpec":
         """Build from a declaration such as a conformance case's `inputs` entry or dbt YAML."""
-        problems: list[str] = []
-        known = {"columns", "unique_key", "event_time", "watermark_delay", "location",
-                 "changelog_format", "op_column", "delete_column", "sequence_column"}
-        for key in raw:
-            if key not in known:
-                problems.append(f"input '{name}': unknown key '{key}' (known: {', '.join(sorted(known))})")
+        problems = unknown_keys(raw, INPUT_KEYS, where=f"input '{name}'")
         columns: list[Column] = []
         for item in raw.get("columns") or []:
             if isinstance(item, Mapping):
@@ -149,10 +172,7 @@ class ModelConfig:
                   ignore: tuple[str, ...] = ()) -> "ModelConfig":
         """Validate a config mapping; unknown keys are errors (keys in `ignore` are skipped)."""
         raw = dict(raw or {})
-        problems: list[str] = []
-        for key in raw:
-            if key not in cls.KEYS and key not in ignore:
-                problems.append(f"unknown config key '{key}' (known: {', '.join(cls.KEYS)})")
+        problems = unknown_keys([k for k in raw if k not in ignore], cls.KEYS, noun="config key")
         strategy = raw.get("join_strategy", "auto")
         if strategy not in ("auto", "binary", "multi"):
             problems.append(f"join_strategy '{strategy}' is not one of auto, binary, multi")
