@@ -1,6 +1,7 @@
 """Bad input: a clear error naming the model, the input and the row; every table left as it was."""
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -9,6 +10,11 @@ from deltalake import DeltaTable, write_deltalake
 
 from scenario import Scenario, delete, insert
 from streamjoin import InputError
+from streamjoin.api import run_model
+from streamjoin.spec import InputSpec
+from streamjoin.storage import delta_log
+from streamjoin.storage.input_schema import check_input_schema
+from streamjoin.storage.tables import ModelTables
 
 SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -46,8 +52,12 @@ def test_unknown_or_null_row_kind(model, kind):
         model.report = None
         from streamjoin.runtime.run import run_once
         run_once(model.runner.spark, model.plan, model.tables)
-    assert "input 'l'" in str(err.value) and "row kind" in str(err.value)
-    assert repr(kind) in str(err.value) or str(kind) in str(err.value)
+    message = str(err.value)
+    assert "input 'l'" in message and "row kind" in message
+    assert repr(kind) in message or f'"_row_kind":{json.dumps(kind)}' in message, message  # the row is shown
+    # how to recover: the run committed nothing; fix the input and rerun (a full refresh if it was read before)
+    assert "nothing was committed" in message and "fix or remove these rows in the input's Delta table" in message
+    assert "rerun the model, with --full-refresh if it has read this input before" in message, message
     assert model.versions() == before
 
 
@@ -85,6 +95,50 @@ def test_schema_that_no_longer_matches(model):
     message = str(err.value)
     assert "input 'r'" in message and "column 'k'" in message and "--full-refresh" in message
     assert model.versions() == before
+
+
+CUSTOMER = pa.struct([("id", pa.int32()), ("name", pa.string())])
+
+
+def customers_table(tmp_path) -> str:
+    """A changelog whose `customer` struct has no `email` field."""
+    path = str(tmp_path / "customers")
+    write_deltalake(path, pa.table({"cid": pa.array([1], pa.int32()), "customer": pa.array([{"id": 1, "name": "ann"}], CUSTOMER),
+                                    "_row_kind": ["+I"]}))
+    return path
+
+
+def test_a_struct_field_missing_on_a_first_run_is_named_by_its_path(spark, tmp_path):
+    orders = str(tmp_path / "orders")
+    write_deltalake(orders, pa.table({"id": pa.array([7], pa.int32()), "cid": pa.array([1], pa.int32()),
+                                      "_row_kind": ["+I"]}))
+    inputs = {"orders": {"location": orders},
+              "customers": {"location": customers_table(tmp_path),
+                            "columns": [["cid", "int"], ["customer", "struct<id:int,name:string,email:string>"]]}}
+    with pytest.raises(InputError) as err:
+        run_model(spark, name="bad_input_model", sql="SELECT o.id, c.customer FROM orders o JOIN customers c ON o.cid = c.cid",
+                  inputs=inputs, config={}, root=str(tmp_path / "models"))
+    message = str(err.value)
+    assert "model 'bad_input_model', input 'customers'" in message
+    assert "does not match its declaration: struct field 'customer.email' is missing" in message, message
+    assert "no longer" not in message, message
+    assert not delta_log.exists(ModelTables(str(tmp_path / "models"), "bad_input_model").runs)
+
+
+def test_the_schema_error_gives_the_full_refresh_hint_only_where_state_exists(spark, tmp_path):
+    spec = InputSpec.from_dict("customers", {"location": customers_table(tmp_path), "columns": [
+        ["cid", "bigint"], ["customer", "struct<id:int,name:int,email:string>"]]})
+    with pytest.raises(InputError) as first:
+        check_input_schema(spec, "m", has_state=False)
+    found = "column 'cid' is int, declared bigint; struct field 'customer.name' is string, declared int; " \
+            "struct field 'customer.email' is missing"
+    assert str(first.value) == (f"model 'm', input 'customers': the input's Delta table at {spec.location} does not "
+                                f"match its declaration: {found}. Fix the declaration (or the table), then rerun")
+    with pytest.raises(InputError) as later:
+        check_input_schema(spec, "m", has_state=True)
+    assert str(later.value) == (f"model 'm', input 'customers': the input's schema no longer matches its declaration: "
+                                f"{found}. Fix the declaration, then run the model with --full-refresh to rebuild "
+                                "its state from the input")
 
 
 def test_an_added_column_the_model_does_not_read_is_carried_on(model):
