@@ -126,12 +126,15 @@ def _debezium(rows: DataFrame, spec: InputSpec) -> DataFrame:
 
 
 def bad_rows_message(spec: InputSpec) -> str:
-    """What a row with a NULL or unknown row kind violated, in the input's own terms."""
+    """What a row with a NULL or unknown row kind violated, in the input's own terms, and how to recover."""
+    recover = (" (nothing was committed; to recover, fix or remove these rows in the input's Delta table and rerun "
+               "the model, with --full-refresh if it has read this input before: a changelog input only grows, so "
+               "a run cannot read rows rewritten in place)")
     if spec.changelog_format == "debezium":
         return (f"Debezium row(s) without op c, r, u or d in column '{spec.op_column}' or without the image it "
                 "needs ('after' for c/r/u, 'before' for u/d; a NULL 'before' on an update means the source "
-                "table's replica identity is not FULL)")
-    return f"row(s) with a row kind that is not one of +I, -U, +U, -D in column '{spec.op_column}'"
+                "table's replica identity is not FULL)" + recover)
+    return f"row(s) with a row kind that is not one of +I, -U, +U, -D in column '{spec.op_column}'" + recover
 
 
 def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) -> DataFrame:
