@@ -17,8 +17,13 @@ class RunReport:
     offsets: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    previous_run: int | None = None  # "no changes": the last committed run, whose offsets are still current
 
     def summary(self) -> str:
+        """One line for logs, e.g. `streamjoin orders_enriched run 8: committed; changes in: ...`."""
+        if self.status == "no changes":
+            since = f" since run {self.previous_run}" if self.previous_run is not None else ""
+            return f"streamjoin {self.model}: no new changes{since} on any input; nothing written"
         ins = ", ".join(f"{k}={v}" for k, v in self.changes_in.items())
         outs = ", ".join(f"{k}={v}" for k, v in self.rows_out.items())
         return f"streamjoin {self.model} run {self.run_id}: {self.status}; changes in: {ins or '-'}; out: {outs or '-'}; {self.seconds:.1f}s"

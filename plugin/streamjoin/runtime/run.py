@@ -171,7 +171,7 @@ class Run:
         run_id, manifest, resumed = self.prepare()
         offsets = manifest["offsets"]
         if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
-            return RunReport(self.plan.model, None, "no changes", offsets=offsets)
+            return RunReport(self.plan.model, None, "no changes", offsets=offsets, previous_run=run_id - 1)
         phases = {"plan": time.time() - started}
         writer = FileWriter()
         try:
