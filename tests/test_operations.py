@@ -16,8 +16,7 @@ from streamjoin.runtime import lease
 from streamjoin.__main__ import main
 from streamjoin.maintain import maintain
 from streamjoin.storage.results import stage_result
-from streamjoin.runtime.run import run_once
-from streamjoin.storage.writes import FileWriter
+from streamjoin.runtime.run import app_id, run_once
 
 SQL = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -130,6 +129,8 @@ def test_maintain_refuses_an_incomplete_run(spark, tmp_path, monkeypatch):
 def test_an_insert_only_run_counts_its_result_rows_and_refuses_a_retraction(spark, tmp_path):
     """An insert-only run appends its result with no merge and counts the rows from the written files;
     a negative weight reaching that append (a bug, not bad input) fails the write instead of vanishing."""
+    from streamjoin.storage.writes import FileWriter  # here: the writer's API is being reworked (RunWriter)
+
     m = Scenario(spark, tmp_path, SQL, **INPUTS).run(l=[insert(1, 10), insert(1, 10)], r=[insert(1, 100), insert(2, 200)])
     assert m.report.rows_out == {"+": 2, "-": 0}
     assert m.result == {(1, 10, 100): 2}
@@ -143,3 +144,58 @@ def test_an_insert_only_run_counts_its_result_rows_and_refuses_a_retraction(spar
     finally:
         writer.close()
     assert delta_log.version(m.tables.result) == versions[m.tables.result]
+
+
+def test_a_run_with_no_new_changes_says_since_which_run(model):
+    last = delta_log.app_version(model.tables.runs, app_id(model.tables.model))
+    versions = model.versions()
+    report = run_once(model.runner.spark, model.plan, model.tables)
+    assert report.status == "no changes" and model.versions() == versions
+    assert report.summary() == f"streamjoin orders_enriched: no new changes since run {last} on any input; nothing written"
+
+
+def test_maintain_skips_a_model_a_run_holds_maintains_the_rest_and_fails(spark, model, tmp_path, capsys):
+    held = Scenario(spark, tmp_path, SQL, name="held_model", **INPUTS).run(**HISTORY[0])
+    versions = held.versions()
+    with lease.holding(held.tables, "run", exclusive_of=("maintain",)):
+        code = main(["maintain", str(held.tables.root), str(model.tables.home), "--vacuum-hours", "0"])
+    out, err = capsys.readouterr()
+    assert code == 3, (out, err)
+    assert "skipped: model 'held_model' is held by a run (pid" in err, err
+    assert "error: 1 of 2 model(s) not maintained (held_model): rerun maintain once they are free" in err, err
+    assert held.versions() == versions
+    maintained = out.splitlines()
+    assert maintained[0] == "model orders_enriched:", out  # the model after the held one was maintained
+    assert {line.split()[0] for line in maintained[3:]} == {"state/j1_left", "state/j1_right", "changelog", "result",
+                                                             "runs"}, out
+
+
+def write_manifest(project, *models: tuple[str, str]) -> None:
+    """A dbt manifest listing `models` as (name, materialized), as `dbt parse` writes it (the fields read)."""
+    os.makedirs(project / "target", exist_ok=True)
+    nodes = {f"model.shop.{name}": {"resource_type": "model", "name": name, "config": {"materialized": how, "enabled": True}}
+             for name, how in models}
+    nodes["seed.shop.orders"] = {"resource_type": "seed", "name": "orders_enriched", "config": {"enabled": True}}
+    (project / "target" / "manifest.json").write_text(json.dumps({"nodes": nodes}))
+
+
+def test_status_marks_models_the_project_no_longer_has_as_orphaned(model, tmp_path, capsys):
+    project = tmp_path / "shop"
+    write_manifest(project, ("orders_enriched_v2", "streaming_join"), ("orders_enriched", "table"))
+    assert main(["status", str(model.tables.root), "--project-dir", str(project)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"model orders_enriched ({model.tables.home})"
+    assert lines[1].startswith("ORPHANED: the project has no streaming_join model 'orders_enriched' (renamed or "
+                               "removed?), so nothing runs it."), lines[1]
+    assert f"delete its tables with `rm -r {model.tables.home}`" in lines[1]
+    assert lines[-1] == "1 orphaned model(s), not in the project: orders_enriched"
+
+    write_manifest(project, ("orders_enriched", "streaming_join"))
+    assert main(["status", str(model.tables.root), "--project-dir", str(project)]) == 0
+    assert "ORPHANED" not in capsys.readouterr().out
+
+
+def test_status_of_a_project_without_a_manifest_says_how_to_get_one(model, tmp_path, capsys):
+    assert main(["status", str(model.tables.root), "--project-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"no dbt manifest at {tmp_path / 'target' / 'manifest.json'}: run `dbt parse` in {tmp_path}" in err, err

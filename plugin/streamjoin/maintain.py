@@ -1,26 +1,26 @@
 """`python -m streamjoin maintain PATH`: keep a model's Delta tables small and fast to read.
 
-Per model: optionally drop changelog files of old runs (retention), compact small files (delta-rs
-optimize; a rewrite without data change, so readers of the changelog skip it), then vacuum
-files older versions no longer reference. It holds the model while it works, and refuses to
+Per model: optionally replace the changelog of old runs by their net change (`retention`), compact
+small files (delta-rs optimize; a rewrite without data change, so readers of the changelog skip
+it), then vacuum files older versions no longer reference. It holds the model while it works, and refuses to
 start while a run holds it or a run is incomplete (its retry needs the versions it pinned).
 """
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Sequence
 
-import pyarrow as pa
 from deltalake import DeltaTable
-from deltalake.transaction import CommitProperties, RemoveAction
+from deltalake.transaction import CommitProperties
 
 from .errors import ModelBusyError
+from .retention import trim_changelog
 from .runtime import lease
 from .runtime.run import app_id
-from .spec import RUN_ID_COLUMN
 from .storage import delta_log
 from .storage.tables import ModelTables
+
 
 @dataclass(frozen=True)
 class TableMaintenance:
@@ -43,22 +43,6 @@ def check_complete(tables: ModelTables) -> None:
                              "committed it, the run log did not); run the model first so it completes")
 
 
-def trim_changelog(tables: ModelTables, keep_runs: int) -> int:
-    """Remove the changelog's files that hold only changes of runs older than the last `keep_runs`."""
-    table = DeltaTable(tables.changelog)
-    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
-    last = delta_log.app_version(tables.runs, app_id(tables.model)) or 0
-    column = f"max.{RUN_ID_COLUMN}"
-    old = [a for a in actions if a.get(column) is not None and a[column] <= last - keep_runs]
-    if not old:
-        return 0
-    now = int(time.time() * 1000)
-    removes = [RemoveAction(path=a["path"], data_change=True, deletion_timestamp=now, partition_values={}) for a in old]
-    table.create_write_transaction(removes, mode="append", schema=table.schema(),
-                                   commit_properties=CommitProperties(custom_metadata={delta_log.OPERATION_KEY: "retention"}))
-    return len(old)
-
-
 def maintain_table(path: str, tables: ModelTables, *, vacuum_hours: float, removed: int) -> TableMaintenance:
     table = DeltaTable(path)
     compacted = table.optimize.compact(commit_properties=CommitProperties(custom_metadata={delta_log.OPERATION_KEY: "compact"}))
@@ -74,3 +58,24 @@ def maintain(tables: ModelTables, *, vacuum_hours: float = 168, changelog_keep_r
         trimmed = trim_changelog(tables, changelog_keep_runs) if changelog_keep_runs is not None else 0
         return [maintain_table(p, tables, vacuum_hours=vacuum_hours, removed=trimmed if p == tables.changelog else 0)
                 for p in tables.all_tables()]
+
+
+@dataclass
+class Maintained:
+    """What maintaining several models did: per model its tables' maintenance, and the models skipped
+    because a run held them (or left a run incomplete), with why."""
+
+    done: dict[str, list[TableMaintenance]] = field(default_factory=dict)
+    held: dict[str, ModelBusyError] = field(default_factory=dict)
+
+
+def maintain_all(models: Sequence[ModelTables], *, vacuum_hours: float = 168,
+                 changelog_keep_runs: int | None = None) -> Maintained:
+    """Maintain every model that no run holds; a held model is skipped and recorded, not an end."""
+    out = Maintained()
+    for tables in models:
+        try:
+            out.done[tables.model] = maintain(tables, vacuum_hours=vacuum_hours, changelog_keep_runs=changelog_keep_runs)
+        except ModelBusyError as exc:
+            out.held[tables.model] = exc
+    return out

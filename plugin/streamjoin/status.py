@@ -2,6 +2,11 @@
 
 Everything is read from the models' Delta logs and run logs with delta-rs: no Spark session,
 so it answers in a second even while a run is going on.
+
+Given the dbt project (`--project-dir`, its `manifest.json` in the target folder, as `dbt parse`
+or any dbt command writes it), a model whose tables are here but which the manifest does not
+list as a `streaming_join` model (renamed, deleted, or materialized otherwise) is marked
+orphaned: nothing runs it any more, and its folder can be deleted.
 """
 from __future__ import annotations
 
@@ -9,11 +14,12 @@ import datetime as dt
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from .errors import ConfigError
 from .storage.tables import ModelTables
 
 MAX_DEPTH = 4  # how deep below PATH to look for models (project/.streamjoin/state/<schema>/<model>)
@@ -88,16 +94,48 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)])
 
 
-def report(path: str, *, limit: int = 10) -> str:
-    """The status of every model under `path`, ready to print."""
+def manifest_path(project_dir: str, target_path: str | None = None) -> str:
+    """Where dbt wrote the project's manifest: `target_path` (relative to the project, as dbt
+    reads it; default `$DBT_TARGET_PATH`, else `target`); ConfigError when there is none."""
+    folder = os.path.join(project_dir, target_path or os.environ.get("DBT_TARGET_PATH") or "target")
+    path = os.path.join(folder, "manifest.json")
+    if not os.path.isfile(path):
+        raise ConfigError(f"no dbt manifest at {path}: run `dbt parse` in {project_dir} first, or pass --target-path "
+                          "with the folder your dbt commands write to (their --target-path)")
+    return path
+
+
+def project_models(manifest: str) -> frozenset[str]:
+    """The names of the enabled `streaming_join` models a dbt manifest lists (its own and its packages')."""
+    with open(manifest, encoding="utf-8") as fh:
+        nodes = json.load(fh).get("nodes", {})
+    return frozenset(n["name"] for n in nodes.values()
+                     if n.get("resource_type") == "model" and (n.get("config") or {}).get("materialized") == "streaming_join"
+                     and (n.get("config") or {}).get("enabled", True))
+
+
+def orphan_note(tables: ModelTables) -> str:
+    """What an orphaned model is and how to remove it."""
+    return (f"ORPHANED: the project has no streaming_join model '{tables.model}' (renamed or removed?), so nothing "
+            f"runs it. If its results are no longer needed, delete its tables with `rm -r {tables.home}` and drop "
+            f"its views ({tables.model}, {tables.model}__changelog, {tables.model}__batch in its schema) if your "
+            "catalog still lists them")
+
+
+def report(path: str, *, limit: int = 10, current: AbstractSet[str] | None = None) -> str:
+    """The status of every model under `path`, ready to print; with `current` (the models the
+    project has, see `project_models`), the others are marked orphaned."""
     models = model_tables(path)
     if not models:
         return f"no streamjoin model tables under {path}"
     parts: list[str] = []
+    orphans = [t for t in models if current is not None and t.model not in current]
     for tables in models:
         sizes = [table_size(tables, p) for p in tables.all_tables()]
-        parts += [f"model {tables.model} ({tables.home})", "", "recent runs:", render(recent_runs(tables, limit)), "",
+        parts += [f"model {tables.model} ({tables.home})", *([orphan_note(tables)] if tables in orphans else []), "",
+                  "recent runs:", render(recent_runs(tables, limit)), "",
                   "tables:", render([{"table": s.name, "version": s.version, "files": s.files, "rows": s.rows,
                                       "MiB": f"{s.bytes / 2**20:.2f}"} for s in sizes]), ""]
+    if orphans:
+        parts.append(f"{len(orphans)} orphaned model(s), not in the project: {', '.join(t.model for t in orphans)}")
     return "\n".join(parts).rstrip() + "\n"
-
