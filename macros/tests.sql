@@ -15,8 +15,10 @@ select 'only in the batch evaluation' as difference, * from (
 {% endtest %}
 
 
-{#-- changelog_consistent: replaying the model's changelog from its first run reproduces its
-     result table (and never retracts a row more often than it was added). --#}
+{#-- changelog_consistent: replaying the model's changelog reproduces its result table (and never
+     retracts a row more often than it was added). The replay is exact after retention too
+     (`maintain --changelog-keep-runs`): the changelog's oldest rows are then the net change of
+     the runs it trimmed, i.e. the result as of the retention boundary. --#}
 {% test changelog_consistent(model) %}
   {%- set changelog = api.Relation.create(schema=model.schema, identifier=model.identifier ~ '__changelog') -%}
   {%- set names = [] -%}
