@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections import Counter
 
 import pyarrow as pa
 import pytest
@@ -74,8 +75,14 @@ def test_maintain_compacts_trims_and_the_model_keeps_running(model, capsys):
     assert "changelog" in capsys.readouterr().out
     assert files(model.tables.runs) == 1 < before[model.tables.runs]
     assert files(model.tables.result) <= before[model.tables.result]
-    trimmed = {r["_run_id"] for r in DeltaTable(model.tables.changelog).to_pyarrow_table().to_pylist()}
-    assert trimmed == {3}, "only the last run's changes are kept"
+    live = DeltaTable(model.tables.changelog).to_pyarrow_table().to_pylist()
+    assert {r["_run_id"] for r in live} == {2, 3}, "the last run's changes are kept, runs 1-2 as their net change"
+    assert sorted((r["k"], r["v"], r["w"]) for r in live if r["_run_id"] == 2) == [(1, 10, 100), (2, 20, 200), (3, 30, 300)]
+    assert {r["_row_kind"] for r in live if r["_run_id"] == 2} == {"+I"}
+    replayed = Counter()
+    for r in live:
+        replayed[(r["k"], r["v"], r["w"])] += 1 if r["_row_kind"] in ("+I", "+U") else -1
+    assert +replayed == RESULT, "the changelog still replays to the result"
     # a reader of this changelog skips retention and compaction: no change in the new versions
     assert delta_log.added_between(model.tables.changelog, changelog_version,
                                    delta_log.version(model.tables.changelog), what="changelog") == []
