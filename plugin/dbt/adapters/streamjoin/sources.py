@@ -36,10 +36,15 @@ def publish_sources(spark: "SparkSession", sources: Iterable[Tuple[Mapping[str, 
     """Publish each ``(source node, relation)`` that streamjoin reads; returns the skipped ones and why.
 
     A source is skipped when it is not streamjoin's (no declaration and no Delta table at its
-    location), when the catalog has a table of its own by that name, or when it can not be read
-    yet (no Delta table and no typed columns: loading it, or declaring column types, fixes that).
+    location), when the catalog has a table of its own by that name, when it can not be read
+    yet (no Delta table and no typed columns: loading it, or declaring column types, fixes that),
+    or when Spark can not create its view (a warning names it). Nothing is published when the
+    state root is a URI: a view reads a local folder of links to the table's files.
     """
     skipped: Dict[str, str] = {}
+    if "://" in state_root:
+        logger.debug(f"sources not published in Spark's catalog: state_root {state_root} is not a local folder")
+        return {relation: "state_root is a URI" for _, relation in sources}
     home = os.path.join(state_root, PUBLISHED_FOLDER)
     for node, relation in sources:
         declaration = model_code.input_declaration(node, relation, state_root=state_root,
@@ -54,7 +59,7 @@ def publish_sources(spark: "SparkSession", sources: Iterable[Tuple[Mapping[str, 
             skipped[relation] = str(exc)
             logger.debug(f"source {relation} not published in Spark's catalog: {exc}")
             continue
-        except PySparkException as exc:  # e.g. its table lost a declared column: one source, not the command
+        except (PySparkException, OSError) as exc:  # e.g. its table lost a declared column: one source, not all
             skipped[relation] = str(exc).splitlines()[0]
             logger.warning(f"source {relation} could not be published in Spark's catalog ({skipped[relation]}); "
                            "fix its Delta table or its declaration: models reading it say what is wrong when they run")
