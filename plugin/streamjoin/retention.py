@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -49,8 +49,8 @@ def trim_changelog(tables: ModelTables, keep_runs: int) -> int:
         return 0
     root = delta_log.local_path(table.table_uri).rstrip("/")
     schema = pa.schema(table.schema().to_arrow())
-    net = net_change(ds.dataset([os.path.join(root, a["path"]) for a in old], schema=schema, format="parquet").to_table(),
-                     run_id=max(a[column] for a in old))
+    files = (ds.dataset(os.path.join(root, a["path"]), schema=schema, format="parquet").to_table() for a in old)
+    net = net_change(files, schema=schema, run_id=max(a[column] for a in old))
     now = int(time.time() * 1000)
     removes: list[AddAction | RemoveAction] = [
         RemoveAction(path=a["path"], data_change=True, deletion_timestamp=now, partition_values={}) for a in old]
@@ -60,13 +60,21 @@ def trim_changelog(tables: ModelTables, keep_runs: int) -> int:
     return len(old)
 
 
-def net_change(rows: pa.Table, *, run_id: int) -> pa.Table:
+def net_change(parts: Iterable[pa.Table], *, schema: pa.Schema, run_id: int) -> pa.Table:
     """Changelog rows consolidated: per row, |sum of weights| copies, `+I` for a positive sum and
-    `-D` for a negative one, all tagged `run_id`; in the changelog's schema."""
-    data = [n for n in rows.column_names if n not in (ROW_KIND_COLUMN, RUN_ID_COLUMN)]
-    adds = pc.is_in(rows[ROW_KIND_COLUMN], value_set=pa.array([RowKind.INSERT.value, RowKind.UPDATE_AFTER.value]))
-    weighted = rows.select(data).append_column(_WEIGHT, pc.if_else(adds, 1, -1).cast(pa.int64()))
-    sums = _sum_weights(weighted, data)
+    `-D` for a negative one, all tagged `run_id`; in the changelog's `schema`.
+
+    The rows come in `parts` (one per file), summed one part at a time, so memory holds the
+    distinct rows of the history rather than every change."""
+    data = [n for n in schema.names if n not in (ROW_KIND_COLUMN, RUN_ID_COLUMN)]
+    sums = pa.table({**{f.name: pa.array([], f.type) for f in schema if f.name in data}, _WEIGHT: pa.array([], pa.int64())})
+    pending: list[pa.Table] = []
+    for rows in parts:
+        adds = pc.is_in(rows[ROW_KIND_COLUMN], value_set=pa.array([RowKind.INSERT.value, RowKind.UPDATE_AFTER.value]))
+        pending.append(_sum_weights(rows.select(data).append_column(_WEIGHT, pc.if_else(adds, 1, -1).cast(pa.int64())), data))
+        if sum(t.num_rows for t in pending) > max(sums.num_rows, 1 << 16):
+            sums, pending = _sum_weights(pa.concat_tables([sums, *pending]), data), []
+    sums = _sum_weights(pa.concat_tables([sums, *pending]), data)
     sums = sums.filter(pc.not_equal(sums[_WEIGHT], 0))
     weights = sums[_WEIGHT].to_numpy()
     copies = sums.select(data).take(pa.array(np.repeat(np.arange(len(weights)), np.abs(weights))))
@@ -74,7 +82,7 @@ def net_change(rows: pa.Table, *, run_id: int) -> pa.Table:
     kinds = pa.array(np.where(positive, RowKind.INSERT.value, RowKind.DELETE.value).tolist(), pa.string())
     out = copies.append_column(ROW_KIND_COLUMN, kinds)
     out = out.append_column(RUN_ID_COLUMN, pa.array([run_id] * out.num_rows, pa.int64()))
-    return out.select(rows.column_names).cast(rows.schema)
+    return out.select(schema.names).cast(schema)
 
 
 def _sum_weights(weighted: pa.Table, keys: Sequence[str]) -> pa.Table:
