@@ -10,7 +10,7 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
-.PHONY: setup flink-setup test demo conformance bench bench-full clean
+.PHONY: setup flink-setup test demo cluster-demo conformance bench bench-full clean
 
 setup: $(STAMP)
 
@@ -53,6 +53,11 @@ bench-full: setup flink-setup $(BENCH_STAMP)
 # The example dbt project (example/), scheduled by its Airflow DAG for three batches of changes.
 demo: setup
 	$(BIN)/python scripts/demo_airflow.py
+
+# The same on a standalone Spark cluster started on this machine (a master and two workers on
+# 127.0.0.1), stopped at the end.
+cluster-demo: setup
+	$(BIN)/python scripts/cluster_demo.py
 
 clean:
 	rm -rf $(VENV) $(FLINK_VENV) target logs .streamjoin example/.streamjoin example/target example/logs
