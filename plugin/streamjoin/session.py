@@ -1,4 +1,4 @@
-"""The SparkSession streamjoin runs on by default: local Spark tuned for small, frequent runs."""
+"""The SparkSession streamjoin runs on: local Spark by default, or a cluster; tuned for small, frequent runs."""
 from __future__ import annotations
 
 import os
@@ -12,7 +12,17 @@ from . import logs
 DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.adaptive.enabled": "false",
+    # shuffles are sized by their data: a run's changes may be a handful of rows or millions, so
+    # adaptive execution coalesces the initial partitions (the most a shuffle can use) to ~32 MiB each
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "32m",
+    "spark.sql.shuffle.partitions": "200",
+    # also inside a run's persisted intermediate results (else each keeps every initial partition)
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+    # `file:` tables (on any master): no Hadoop `.crc` file beside each data file (see skip_local_checksum_files)
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "spark.locality.wait": "0s",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     "spark.ui.enabled": "false",
@@ -26,8 +36,8 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.limit.initialNumPartitions": "100000",
 }
 
-#: Added for a local master only: few cores, small data; the driver is also the executor.
-LOCAL_DEFAULTS: dict[str, str] = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "2g"}
+#: Added for a local master only: the driver is also the executor.
+LOCAL_DEFAULTS: dict[str, str] = {"spark.driver.memory": "2g"}
 
 
 def configure_python() -> None:
@@ -50,14 +60,6 @@ def local_session(*, master: str | None = None, conf: Mapping[str, str] | None =
     return spark
 
 
-def apply_runtime_defaults(spark: SparkSession) -> None:
-    """Settings a run relies on, applied to any session (also one dbt or a cluster created)."""
-    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
-    if spark.sparkContext.master.startswith("local"):
-        skip_local_checksum_files(spark)
-
-
 def with_quiet_logs(conf: Mapping[str, str]) -> dict[str, str]:
     """`conf` with the driver's log4j options at the level of `streamjoin.logs` (nothing from Spark
     unless STREAMJOIN_LOG_LEVEL asks), Py4J's and PySpark's Python loggers set to match."""
@@ -67,12 +69,23 @@ def with_quiet_logs(conf: Mapping[str, str]) -> dict[str, str]:
     return {**conf, key: logs.merge_java_options(logs.java_options(level), conf.get(key))}
 
 
+def apply_runtime_defaults(spark: SparkSession) -> None:
+    """Settings a run relies on, applied to any session (also one dbt or a cluster created)."""
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
+    skip_local_checksum_files(spark)
+
+
 def skip_local_checksum_files(spark: SparkSession) -> None:
-    """Stop Hadoop's local file system from writing a `.crc` file beside each file it writes.
+    """Stop Hadoop's local file system (`file:` tables, whatever the master) writing a `.crc` file
+    beside each file it writes.
 
     A run writes dozens of small data files; their `.crc` twins cost as much again to create
-    and rename, and no Delta reader uses them. Files already with one are still verified. In
-    local mode every task shares the driver's cached file system, which this sets."""
+    and rename, and no Delta reader uses them. A session started with `DEFAULTS` already uses
+    Hadoop's raw local file system, which writes none, on the driver and every executor
+    (`spark.hadoop.fs.file.impl`; it can only be set before the session starts). For a session
+    started without it, this switches the driver's cached local file system, which in local mode
+    every task shares; a cluster's executors then keep writing checksums."""
     jvm = spark._jvm
     local = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"),
                                                     spark.sparkContext._jsc.hadoopConfiguration())
