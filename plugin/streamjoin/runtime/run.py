@@ -197,7 +197,7 @@ class Run:
             for count in executor.counted_after_writes:
                 count()
             metrics = {**executor.metrics, "state_rows": state_rows,
-                       "phases_s": {k: round(v, 3) for k, v in phases.items()}}
+                       "phases_s": {k: round(v, 3) for k, v in phases.items()}, "master": self.spark.sparkContext.master}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
             staged.append(self.stage_run_log(run_id, manifest, report))

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 logger = AdapterLogger("Streamjoin")
 
-#: Master used when the profile's ``server_side_parameters`` name none.
+#: Master used when the profile's ``server_side_parameters`` name none and
+#: ``STREAMJOIN_SPARK_MASTER`` (as for ``streamjoin.session.local_session``) is not set.
 DEFAULT_MASTER = "local[*]"
 
 
@@ -60,7 +61,7 @@ class SessionPlan:
     ) -> SessionPlan:
         """Local Spark with a persistent Hive catalog under ``local_dir``.
 
-        The defaults give a local master, no UI, few shuffle partitions, a warehouse
+        The defaults give a local master, no UI, adaptive shuffle sizes, a warehouse
         in ``local_dir/warehouse`` and an embedded Derby metastore in
         ``local_dir/metastore_db``. Any key in ``server_side_parameters`` wins, so the
         same project can point ``spark.master`` or the warehouse at a cluster.
@@ -68,13 +69,13 @@ class SessionPlan:
         >>> plan = SessionPlan.embedded(local_dir=Path("/p/.streamjoin"),
         ...     state_root="/p/.streamjoin/state", server_side_parameters={})
         >>> plan.conf["spark.sql.warehouse.dir"], plan.conf["spark.sql.shuffle.partitions"]
-        ('/p/.streamjoin/warehouse', '2')
+        ('/p/.streamjoin/warehouse', '200')
         """
         from streamjoin.session import DEFAULTS, LOCAL_DEFAULTS
 
         defaults = {
             **DEFAULTS,
-            "spark.master": DEFAULT_MASTER,
+            "spark.master": os.environ.get("STREAMJOIN_SPARK_MASTER") or DEFAULT_MASTER,
             "spark.app.name": app_name,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
