@@ -19,7 +19,9 @@ def test_embedded_defaults() -> None:
     conf = plan_with().conf
     assert conf["spark.master"] == "local[*]"
     assert conf["spark.ui.enabled"] == "false"
-    assert conf["spark.sql.shuffle.partitions"] == "2"
+    # shuffles are sized by their data (adaptive coalescing of 200 initial partitions), as streamjoin's own sessions
+    assert (conf["spark.sql.adaptive.enabled"], conf["spark.sql.shuffle.partitions"]) == ("true", "200")
+    assert conf["spark.driver.memory"] == "2g"  # local: the driver is also the executor
     assert conf["spark.sql.catalogImplementation"] == "hive"
     assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
         "jdbc:derby:;databaseName=/p/.streamjoin/metastore_db;create=true"
@@ -35,7 +37,7 @@ def test_server_side_parameters_win() -> None:
     assert conf["spark.sql.warehouse.dir"] == "/lake/warehouse"
 
 
-def test_a_cluster_master_gets_no_local_shuffle_default() -> None:
+def test_a_cluster_master_gets_no_local_defaults() -> None:
     conf = plan_with(spark__master="spark://spark-master:7077").conf
     assert conf["spark.master"] == "spark://spark-master:7077"
-    assert "spark.sql.shuffle.partitions" not in conf
+    assert "spark.driver.memory" not in conf
