@@ -172,7 +172,7 @@ def _await_workers(cluster: LocalCluster, workers: int, timeout: float) -> None:
 
 
 def _processes() -> Iterator[tuple[int, str]]:
-    listing = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
     for line in listing.splitlines():
         pid, _, args = line.strip().partition(" ")
         yield int(pid), args
