@@ -40,7 +40,7 @@ def hostile_batch(draw) -> tuple[str, pa.Table, list[str]]:
     if what == "row kind":
         kind = draw(ROW_KINDS)
         bad = [(kind, 3, 30)]
-        return what, arrow_rows(valid + bad), ["row kind", str(kind)]
+        return what, arrow_rows(valid + bad), ["row kind", "null" if kind is None else f'"{kind}"']
     if what == "never inserted":
         kind = draw(st.sampled_from(["-D", "-U"]))
         bad = [(kind, 7, draw(st.integers(0, 99)))]

@@ -12,6 +12,7 @@ from deltalake import DeltaTable
 
 from scenario import Scenario, delete, insert
 from streamjoin import ModelBusyError
+from streamjoin.errors import StreamJoinError
 from streamjoin.storage import delta_log
 from streamjoin.runtime import lease
 from streamjoin.__main__ import main
@@ -135,21 +136,20 @@ def test_maintain_refuses_an_incomplete_run(spark, tmp_path, monkeypatch):
 
 def test_an_insert_only_run_counts_its_result_rows_and_refuses_a_retraction(spark, tmp_path):
     """An insert-only run appends its result with no merge and counts the rows from the written files;
-    a negative weight reaching that append (a bug, not bad input) fails the write instead of vanishing."""
-    from streamjoin.storage.writes import FileWriter  # here: the writer's API is being reworked (RunWriter)
+    a negative weight reaching that append (a bug, not bad input) stops the run before its commits
+    instead of vanishing."""
+    from streamjoin.storage.writes import RunWriter
 
     m = Scenario(spark, tmp_path, SQL, **INPUTS).run(l=[insert(1, 10), insert(1, 10)], r=[insert(1, 100), insert(2, 200)])
     assert m.report.rows_out == {"+": 2, "-": 0}
     assert m.result == {(1, 10, 100): 2}
     retracting = spark.createDataFrame([(1, 10, 100, -1), (3, 30, 300, 1)], "k int, v int, w int, _weight long")
     versions = {m.tables.result: delta_log.version(m.tables.result)}
-    writer = FileWriter()
-    try:
-        staged = stage_result(spark, retracting, m.plan, m.tables, versions, 2, writer, inserts_only=True)
-        with pytest.raises(Exception, match="streamjoin bug: model .* insert only, yet its change retracts a row"):
-            staged.counted()
-    finally:
-        writer.close()
+    writer = RunWriter(tag="r2", parallelism=1)
+    staged = stage_result(spark, retracting, m.plan, m.tables, versions, writer, inserts_only=True)
+    writer.run()
+    with pytest.raises(StreamJoinError, match=r"streamjoin bug: model .* insert only, yet its change retracts a row: \{\"k\":1,\"v\":10,\"w\":100\} \(1 row\(s\) retracted\)"):
+        staged.verify()
     assert delta_log.version(m.tables.result) == versions[m.tables.result]
 
 

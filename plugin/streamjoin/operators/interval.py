@@ -41,7 +41,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from ..errors import InputError
 from ..sql.plan import Join, Scan, TimeBound
 from ..storage import delta_log
-from ..storage.writes import FileActions, FileWriter, StagedWrite
+from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
 from .regular import JoinSide, _user_struct
@@ -152,11 +152,10 @@ class IntervalState:
         files = [f for f in self.files if wanted(self._slice(f))]
         return delta_log.read(spark, files, self.stored_schema)
 
-    def stage(self, appends: DataFrame, alive_from: int | None, writer: FileWriter, *, tag: str) -> FileActions:
-        """Start writing appended rows (with their slice); remove the slices wholly behind `alive_from`."""
+    def stage(self, appends: DataFrame, alive_from: int | None, writer: RunWriter) -> FileActions:
+        """Stage appended rows (with their slice); remove the slices wholly behind `alive_from`."""
         names = [f.name for f in self.stored_schema.fields]
-        actions = writer.write(appends.select(*[col(c) for c in names], col(SLICE)), self.path,
-                               partition_by=[SLICE], tag=tag)
+        actions = writer.write(appends.select(*[col(c) for c in names], col(SLICE)), self.path, partition_by=[SLICE])
         if alive_from is not None:
             gone = [f for f in self.files if (self._slice(f) + 1) * self.slice_us <= alive_from]
             if gone:
@@ -344,10 +343,10 @@ class IntervalJoin:
             expired.append(state[s].where(~alive).agg(F.sum(self.names[s].w).alias("n")))
             side_padded, appends = self.settle(s, alive, tables[s], arrived[s], new[s], state[s], pairs)
             padded.extend(side_padded)
-            actions = tables[s].stage(appends, alive_from, x.writer, tag=f"r{x.run_id}")
+            actions = tables[s].stage(appends, alive_from, x.writer)
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
         output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
-        x.counted_after_writes.append(lambda: self.record(clock, expired, padded))
+        self.record(clock, expired, padded)
         return output
 
     def settle(self, s: Side, alive: SparkColumn, table: IntervalState, arrived: DataFrame, new: DataFrame,
@@ -378,20 +377,21 @@ class IntervalJoin:
         return _us(max(horizon, MIN_SLICE))
 
     def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame]) -> None:
-        """Put the run's watermark, expired and padded row counts into the executor's metrics (one job,
-        run once the output is written)."""
-        counts = [e.select(F.lit("expired").alias("what"), F.coalesce(col("n"), F.lit(0)).cast("long").alias("n"))
-                  for e in expired]
-        counts += [p.agg(F.lit("padded").alias("what"), F.coalesce(F.sum(WEIGHT), F.lit(0)).cast("long").alias("n"))
-                   for p in padded]
-        totals: dict[str, int] = {"expired": 0, "padded": 0}
-        for row in reduce(DataFrame.unionByName, counts).collect():
-            totals[row["what"]] += row["n"]
-        self.executor.metrics[self.node.id] = {
-            "operator": "interval join", "watermark": as_text(clock.watermark),
-            "rows_expired": totals["expired"], "rows_padded": totals["padded"],
-            "alive_from": {s: as_text(t) for s, t in clock.alive_from.items()},
-        }
+        """Put the run's watermark and its expired and padded row counts (summed in the write pass)
+        into the executor's metrics; the counts are read once the pass has run."""
+        writer = self.executor.writer
+        counts = {"expired": [writer.count(e, F.coalesce(col("n"), F.lit(0))) for e in expired],
+                  "padded": [writer.count(p, col(WEIGHT)) for p in padded]}
+
+        def fill() -> None:
+            self.executor.metrics[self.node.id] = {
+                "operator": "interval join", "watermark": as_text(clock.watermark),
+                "rows_expired": sum(f.result() for f in counts["expired"]),
+                "rows_padded": sum(f.result() for f in counts["padded"]),
+                "alive_from": {s: as_text(t) for s, t in clock.alive_from.items()},
+            }
+
+        self.executor.counted_after_writes.append(fill)
 
 
 def run_interval_join(executor: "Executor", node: Join) -> DataFrame:

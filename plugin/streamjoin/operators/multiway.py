@@ -26,7 +26,7 @@ from ..sql.plan import MultiJoin
 from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
-from .regular import JoinSide, RegularJoin, fail_on_problems
+from .regular import JoinSide, RegularJoin, problem_checks
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -90,7 +90,9 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
 
     merged = [executor.persist(v.merge(spark, Side.LEFT, k, st, touched, buckets))
               for v, k, st in zip(views, keyed, states)]
-    fail_on_problems([p for view, m in zip(views, merged) for p in view.problems({Side.LEFT: m})], executor.plan.model)
+    for check in problem_checks([p for view, m in zip(views, merged) for p in view.problems({Side.LEFT: m})],
+                                executor.plan.model):
+        executor.writer.check(check)
 
     frames = []
     for i, (view, side, m) in enumerate(zip(views, sides, merged)):

@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from ..errors import InputError
+from ..row_errors import fail_when
 from ..spec import MissingRetractionPolicy
 from ..storage import delta_log
 from ..storage.state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
@@ -101,6 +101,7 @@ class JoinResult:
     appends: dict[Side, DataFrame]
     metadata: dict[Side, dict[str, str]]  # commit info per side's state table
     metrics: dict[str, int]  # figures for the run log
+    checks: list[DataFrame]  # frames whose rows are bad input: evaluated in the run's write pass
 
 
 class RegularJoin:
@@ -170,7 +171,7 @@ class RegularJoin:
             delta_eff[s] = self.effective_delta(s, merged[s])
             new[s] = self.new_rows(s, merged[s])
             old[s] = self.old_rows(s, merged[s])
-        fail_on_problems(self.problems(merged), self.model)
+        checks = problem_checks(self.problems(merged), self.model)
         if any(self.sides[s].tracks_degree for s in Side):  # degrees read the other side's change again
             delta_eff = {s: persist(d) for s, d in delta_eff.items()}
 
@@ -193,7 +194,7 @@ class RegularJoin:
             else:
                 appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT), *self.stamps(side))
         return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
-                          metrics=metrics)
+                          metrics=metrics, checks=checks)
 
     def appends_only(self, s: Side) -> bool:
         """True when this run only adds rows to a side that needs no stored row's weight: no
@@ -290,7 +291,7 @@ class RegularJoin:
         return merged
 
     def problems(self, merged: dict[Side, DataFrame]) -> list[DataFrame]:
-        """Bad input rows, for `fail_on_problems`: retractions of rows state never held, and unique
+        """Bad input rows, for `problem_checks`: retractions of rows state never held, and unique
         keys with more than one live row. A side whose change holds no retraction cannot retract a
         row, so it needs no frame for the first."""
         problems: list[DataFrame] = []
@@ -370,25 +371,17 @@ class RegularJoin:
         return rows.select(*self.padded(s, col(WEIGHT) * self.gate(F.lit(0)))).where(col(WEIGHT) != 0)
 
 
-def fail_on_problems(problems: Sequence[DataFrame], model: str) -> None:
-    """Raise an InputError naming the input and rows if any frame of `RegularJoin.problems` has a
-    row (one Spark job for them all; none if there is no frame)."""
-    if not problems:
-        return
-    found = reduce(DataFrame.unionByName, problems).limit(6).collect()
-    for kind in ("missing", "duplicate"):
-        rows = [r for r in found if r["kind"] == kind]
-        if not rows:
-            continue
-        label = rows[0]["input"]
-        if kind == "missing":
-            detail = "; ".join(f"{r['row']} retracted {r['n']} time(s), held {r['held']}" for r in rows if r["input"] == label)
-            raise InputError(
-                f"a retraction of a row that state never held: {detail}. Each -U/-D must retract a row "
-                "inserted earlier; set on_missing_retraction='ignore' to drop such retractions as Flink does",
-                model=model, input_name=label)
-        detail = "; ".join(f"{r['row']} has {r['n']} live rows" for r in rows if r["input"] == label)
-        raise InputError(
-            f"more than one live row for a unique key: {detail}; retract the old row (-U) before "
-            "inserting its new version (+U), or drop unique_key from the declaration",
-            model=model, input_name=label)
+def problem_checks(problems: Sequence[DataFrame], model: str) -> list[DataFrame]:
+    """Frames that fail the Spark job evaluating them at their first row of `RegularJoin.problems`,
+    with an `InputError` naming the input, the row and the fix (see `row_errors`)."""
+    missing = F.concat(
+        F.lit("a retraction of a row that state never held: "), col("row"), F.lit(" retracted "),
+        col("n").cast("string"), F.lit(" time(s), held "), col("held").cast("string"),
+        F.lit(". Each -U/-D must retract a row inserted earlier; set on_missing_retraction='ignore' to drop such "
+              "retractions as Flink does"))
+    duplicate = F.concat(
+        F.lit("more than one live row for a unique key: "), col("row"), F.lit(" has "), col("n").cast("string"),
+        F.lit(" live rows; retract the old row (-U) before inserting its new version (+U), or drop unique_key from "
+              "the declaration"))
+    message = F.when(col("kind") == "missing", missing).otherwise(duplicate)
+    return [p.where(~fail_when(F.lit(True), message, model=model, input_name=col("input"))) for p in problems]

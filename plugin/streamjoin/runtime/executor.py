@@ -17,7 +17,7 @@ from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable
 from ..storage.tables import ModelTables
-from ..storage.writes import FileWriter, StagedWrite
+from ..storage.writes import RunWriter, StagedWrite
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate, from_changelog
 
@@ -38,13 +38,12 @@ class Executor:
     changes: Mapping[str, DataFrame]  # per input: data columns + row kind, this run's changes
     insert_only: frozenset[str]  # inputs whose changes this run are all insertions
     persist: Callable[[DataFrame], DataFrame]
-    writer: FileWriter
+    writer: RunWriter  # every table write of the run, in one Spark job
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
     staged: list[StagedWrite] = field(default_factory=list)
     input_changes: dict[str, DataFrame] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
-    #: figures to count once the run's output is written: their Spark job then reads intermediate
-    #: results already computed, and computes none of them next to another job
+    #: figures to fill in once the run's write pass has run (they read its counters)
     counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
 
     def schema(self, node: Node) -> StructType:
@@ -169,6 +168,8 @@ class Executor:
                          now_ms=self.now_ms, ttl_ms=_millis(self.plan.config.state_ttl), null_aware=node.null_aware)
         result = op.run(self.spark, deltas, states, self.persist)
         self.metrics[node.id] = {"operator": f"{node.join_type.value} join", **result.metrics}
+        for check in result.checks:
+            self.writer.check(check)
         for s in Side:
             self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
         if node is self.plan.root:
@@ -178,7 +179,6 @@ class Executor:
     def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
         """Write a state table's appended rows; its commit waits for the end of the run."""
         ttl = _millis(self.plan.config.state_ttl)
-        actions = state.stage(self.spark, appends, self.writer, tag=f"r{self.run_id}",
-                              expire_before=None if ttl is None else self.now_ms - ttl)
+        actions = state.stage(self.spark, appends, self.writer, expire_before=None if ttl is None else self.now_ms - ttl)
         self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {}),
                                        optional=state.version is not None))

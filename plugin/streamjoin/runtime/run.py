@@ -18,29 +18,34 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from functools import reduce
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ..errors import ConcurrentRunError, InputError
+from ..row_errors import fail_when, raised
 from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, formats
 from ..storage.input_schema import check_input_schema
 from ..storage.results import stage_changelog, stage_result
 from ..storage.tables import ModelTables
-from ..storage.writes import FileActions, FileWriter, StagedWrite
+from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
 from ..zset import bad_row_kinds_test, col
 from . import lease
 from .executor import Executor
+from .phases import Phases
 from .report import RunReport
+from .sizing import shuffle_partitions
+from .spark_jobs import JobGroup
 
 log = logging.getLogger("streamjoin")
 
@@ -75,6 +80,41 @@ def _table_id(path: str) -> str:
     return DeltaTable(path).metadata().id
 
 
+#: Settings a run's Spark plans need: no broadcast joins (each broadcast is a Spark job of its own;
+#: a run joins in shuffles inside its one write pass instead).
+#: No adaptive execution either: each of its query stages is a job too; `sizing` sizes shuffles instead.
+RUN_CONF = {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
+            "spark.sql.shuffle.partitions": "1"}  # (set from the run's size once it is known)
+
+
+@contextmanager
+def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Set session settings for the block, and put back what was there."""
+    saved = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@contextmanager
+def input_errors() -> Iterator[None]:
+    """Raise bad input that a Spark job found (see `row_errors`) as the InputError it names."""
+    try:
+        yield
+    except Exception as exc:  # a Spark job's failure: Py4J or PySpark's own error classes
+        found = raised(exc)
+        if found is None:
+            raise
+        raise found from None
+
+
 class Run:
     """One incremental run of a compiled model over its inputs' Delta changelogs."""
 
@@ -86,16 +126,19 @@ class Run:
         self.persisted: list[DataFrame] = []
 
     def persist(self, df: DataFrame) -> DataFrame:
-        """Compute an intermediate result once and cut its lineage, so the plans built on it stay
-        small (nested joins would otherwise re-plan every level below them); released by `release`."""
-        df = df.localCheckpoint(eager=False)
+        """Keep an intermediate result that several parts of the run read, computed once per run.
+
+        Its blocks live in executors' memory (spilling to disk) and keep their lineage, so a
+        block lost with its executor is recomputed by Spark's task retry (a local checkpoint's
+        could not be); released by `release`."""
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
         self.persisted.append(df)
         return df
 
     def release(self) -> None:
         """Drop the blocks of every intermediate result this run kept."""
         for df in self.persisted:
-            df._jdf.queryExecution().logical().rdd().unpersist(False)
+            df.unpersist(blocking=False)
         self.persisted.clear()
 
     def prepare(self) -> tuple[int, dict[str, Any], bool]:
@@ -137,75 +180,93 @@ class Run:
             raise InputError(f"its Delta table at {spec.location} {what}, so it was rebuilt; run this model with "
                              "--full-refresh", model=self.plan.model, input_name=name)
 
-    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int], frozenset[str]]:
-        """Every input's changes for this run, validated; how many changes each has; and the inputs
-        whose changes this run are all insertions (a row kind the upsert format derives later excepted)."""
-        changes = {}
+    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int], frozenset[str], int]:
+        """Every input's changes for this run, checked where they are read (a malformed row fails the
+        first job that reads it); how many changes each has; and the inputs whose changes this run
+        are all insertions (a row kind the upsert format derives later excepted). Counts come from
+        the Delta log's file statistics; one Spark job counts the inputs whose statistics do not say.
+        Last, the bytes of the files it reads."""
+        changes, counts, insert_only, read_bytes = {}, {}, set(), 0
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
-            check_input_schema(spec, self.plan.model)
-            changes[name] = self.persist(formats.read_changes(self.spark, spec, off["start"], off["end"]))
-        checks = {name: row_checks(self.plan.inputs[name], df) for name, df in changes.items()}
-        retraction = {name: col(spec.op_column).isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
-                      for name, spec in self.plan.inputs.items()}
-        counts = [df.agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
-                         F.count_if(retraction[name]).alias("retractions"),
-                         *[F.count_if(test).alias(f"bad{i}") for i, (test, _) in enumerate(checks[name])])
-                  for name, df in changes.items()]
-        totals = {r["input"]: r for r in reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), counts).collect()}
-        for name, row in totals.items():
-            for i, (test, message) in enumerate(checks[name]):
-                if row[f"bad{i}"]:
-                    sample = "; ".join(str(r.asDict()) for r in changes[name].where(test).limit(3).collect())
-                    raise InputError(f"{row[f'bad{i}']} {message}, e.g. {sample}", model=self.plan.model, input_name=name)
-        insert_only = frozenset(name for name, row in totals.items()
-                                if not row["retractions"] and self.plan.inputs[name].changelog_format != "upsert")
-        return changes, {name: row["n"] for name, row in totals.items()}, insert_only
+            check_input_schema(spec, self.plan.model, has_state=off["start"] is not None)
+            read = formats.read_changes(self.spark, spec, off["start"], off["end"])
+            read_bytes += read.bytes
+            rows = read.rows
+            for test, message in row_checks(spec, rows):
+                shown = F.concat(F.lit(f"{message}, e.g. "), F.to_json(F.struct(*[col(c) for c in rows.columns]),
+                                                                    {"ignoreNullFields": "false"}))
+                rows = rows.where(fail_when(test, shown, model=self.plan.model, input_name=name))
+            changes[name] = self.persist(rows)
+            if read.count is not None and read.insert_only is not None:
+                counts[name] = read.count
+                if read.insert_only:
+                    insert_only.add(name)
+        unknown = [name for name in changes if name not in counts]
+        if unknown:
+            retraction = {name: col(self.plan.inputs[name].op_column).isin(RowKind.UPDATE_BEFORE.value,
+                                                                            RowKind.DELETE.value) for name in unknown}
+            totals = reduce(DataFrame.unionByName, [
+                changes[name].agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
+                                  F.count_if(retraction[name]).alias("retractions")) for name in unknown]).collect()
+            for row in totals:
+                counts[row["input"]] = row["n"]
+                if not row["retractions"] and self.plan.inputs[row["input"]].changelog_format != "upsert":
+                    insert_only.add(row["input"])
+        return changes, {name: counts[name] for name in changes}, frozenset(insert_only), read_bytes
 
     def execute(self) -> RunReport:
         with lease.holding(self.tables, "run", exclusive_of=("maintain",)):
             return self._execute()
 
     def _execute(self) -> RunReport:
-        started = time.time()
-        run_id, manifest, resumed = self.prepare()
+        phases = Phases()
+        with phases("plan"):
+            run_id, manifest, resumed = self.prepare()
         offsets = manifest["offsets"]
         if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
             return RunReport(self.plan.model, None, "no changes", offsets=offsets, previous_run=run_id - 1)
-        phases = {"plan": time.time() - started}
-        writer = FileWriter()
+        writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
         try:
-            changes, counts, insert_only = self.read_changes(manifest)
-            phases["read"] = time.time() - started - sum(phases.values())
-            versions = {k: v for k, v in manifest["versions"].items()}
-            executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only, self.persist,
-                                writer, int(manifest["started"] * 1000))
-            output = self.persist(executor.output())
-            # the result computes the output on every core (its bucket counts, else its append) before the
-            # changelog's one-file write reads it; one job at a time computes a lazily checkpointed frame
-            inserts_only = executor.output_inserts_only()
-            result = stage_result(self.spark, output, self.plan, self.tables, versions, run_id, writer,
-                                  inserts_only=inserts_only)
-            changelog = stage_changelog(output, self.plan, self.tables, run_id, writer,
-                                        after=result.write.actions if inserts_only else None)
-            staged = [*executor.staged, changelog, result.write]
-            phases["join_and_write"] = time.time() - started - sum(phases.values())
-            written = {w.path: w.actions.result() for w in executor.staged}
-            state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
-                          for p in sorted(set(self.tables.state_tables()) | set(written))}
-            rows_out = result.counted()
-            for count in executor.counted_after_writes:
-                count()
-            metrics = {**executor.metrics, "state_rows": state_rows,
-                       "phases_s": {k: round(v, 3) for k, v in phases.items()}, "master": self.spark.sparkContext.master}
+            with JobGroup(self.spark, f"streamjoin {self.plan.model} run {run_id}") as jobs, input_errors(), \
+                    session_conf(self.spark, RUN_CONF):
+                with phases("read"):
+                    changes, counts, insert_only, read_bytes = self.read_changes(manifest)
+                    versions = dict(manifest["versions"])
+                    state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
+                    self.spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(
+                        read_bytes + state_bytes, self.spark.sparkContext.defaultParallelism)))
+                with phases("join"):
+                    executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
+                                        self.persist, writer, int(manifest["started"] * 1000))
+                    output = self.persist(executor.output())
+                    result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
+                                          inserts_only=executor.output_inserts_only())
+                    staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
+                              result.write]
+                with phases("write"):
+                    writer.run()
+                    result.verify()
+                spark_jobs = jobs.jobs()
+            with phases("count"):
+                written = {w.path: w.actions.result() for w in staged}
+                state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
+                              for p in sorted(set(self.tables.state_tables()) | set(written))
+                              if p not in (self.tables.changelog, self.tables.result)}
+                rows_out = result.counted()
+                for count in executor.counted_after_writes:
+                    count()
+            metrics = {**executor.metrics, "state_rows": state_rows, "spark_jobs": spark_jobs,
+                       "phases_s": phases.seconds, "master": self.spark.sparkContext.master}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
-            staged.append(self.stage_run_log(run_id, manifest, report))
-            self.commit(staged, run_id, manifest)
+            with phases("commit"):
+                staged.append(self.stage_run_log(run_id, manifest, report))
+                self.commit(staged, run_id, manifest)
         finally:
             writer.close()
             self.release()
-        report.seconds = time.time() - started
+        report.seconds = phases.total()
         log.info(report.summary())
         return report
 

@@ -84,6 +84,12 @@ class DataFile:
     partition: Mapping[str, str | None]
     num_records: int
     version: int | None = None
+    stats: Mapping[str, Any] | None = None  # the Delta statistics of its top-level columns, when written
+    size: int = 0  # bytes
+
+    def stat(self, kind: str, column: str) -> Any:
+        """A statistic of a column (`minValues`, `maxValues`, `nullCount`), None when unknown."""
+        return (self.stats or {}).get(kind, {}).get(column)
 
 
 def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
@@ -104,8 +110,21 @@ def data_files(path: str, table_version: int | None, *, partitions: Iterable[int
         rel = a["path"]
         uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
         out.append(DataFile(uri=local_path(uri), partition={k: None if v is None else str(v) for k, v in part.items()},
-                            num_records=int(a.get("num_records") or 0)))
+                            num_records=int(a.get("num_records") or 0), stats=_flat_stats(a),
+                            size=int(a.get("size_bytes") or 0)))
     return out
+
+
+def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Statistics from a flattened add action (`num_records`, `min.<c>`, `max.<c>`, `null_count.<c>`)."""
+    if action.get("num_records") is None:
+        return None
+    stats: dict[str, Any] = {"numRecords": int(action["num_records"]), "minValues": {}, "maxValues": {}, "nullCount": {}}
+    for key, value in action.items():
+        for prefix, kind in (("min.", "minValues"), ("max.", "maxValues"), ("null_count.", "nullCount")):
+            if key.startswith(prefix) and value is not None:
+                stats[kind][key[len(prefix):]] = value
+    return stats
 
 
 def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
@@ -149,9 +168,11 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
                 if kind in action:
                     a = action[kind]
                     rel = unquote(a["path"])
+                    stats = json.loads(a["stats"]) if a.get("stats") else None
                     yield v, kind, DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
-                                            partition=a.get("partitionValues") or {}, num_records=0,
-                                            version=v), bool(a.get("dataChange", True)) and not retention
+                                            partition=a.get("partitionValues") or {},
+                                            num_records=int((stats or {}).get("numRecords") or 0), version=v,
+                                            stats=stats, size=int(a.get("size") or 0)), bool(a.get("dataChange", True)) and not retention
 
 
 def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:
@@ -197,40 +218,6 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def write_files(df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str,
-                partition: Mapping[str, str | None] | None = None) -> list[AddAction]:
-    """Write a DataFrame's rows as new Parquet files inside the table's folder; commit nothing.
-
-    Returns one AddAction per non-empty file, with statistics for data skipping. Rows written
-    without `partition_by` to a partitioned table get the same `partition` values in every file.
-    """
-    root = local_path(path)
-    folder = f"data/{tag}-{uuid.uuid4().hex[:12]}"
-    writer = df.write.mode("error")
-    if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.parquet(os.path.join(root, folder))
-    actions: list[AddAction] = []
-    now = int(time.time() * 1000)
-    for dirpath, _, names in os.walk(os.path.join(root, folder)):
-        for name in sorted(names):
-            if not name.endswith(".parquet"):
-                continue
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            stats = file_stats(full)
-            if stats["numRecords"] == 0:
-                continue
-            values = dict(partition or {})
-            for part in os.path.relpath(dirpath, os.path.join(root, folder)).split(os.sep):
-                if "=" in part:
-                    k, v = part.split("=", 1)
-                    values[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else unquote(v)
-            actions.append(AddAction(path=rel, size=os.path.getsize(full), partition_values=values,
-                                     modification_time=now, data_change=True, stats=json.dumps(stats)))
-    return actions
-
-
 def write_small(table: pa.Table, path: str, *, tag: str) -> list[AddAction]:
     """Write a few rows of bookkeeping (never user data) as one Parquet file; commit nothing."""
     import pyarrow.parquet as pq
@@ -241,7 +228,12 @@ def write_small(table: pa.Table, path: str, *, tag: str) -> list[AddAction]:
     full = os.path.join(root, rel)
     pq.write_table(table, full)
     return [AddAction(path=rel, size=os.path.getsize(full), partition_values={},
-                      modification_time=int(time.time() * 1000), data_change=True, stats=json.dumps(file_stats(full)))]
+                      modification_time=int(time.time() * 1000), data_change=True, stats=json.dumps(file_stats(pq.read_metadata(full))))]
+
+
+def table_bytes(path: str, table_version: int | None) -> int:
+    """The bytes of a table version's live data files (0 before the table exists)."""
+    return sum(f.size for f in data_files(path, table_version))
 
 
 def rows_after(path: str, table_version: int | None, actions: Sequence[AddAction | RemoveAction]) -> int:

@@ -21,9 +21,8 @@ def _json_value(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.date) else value
 
 
-def file_stats(path: str) -> dict[str, Any]:
-    """Statistics of one Parquet file in the Delta `add.stats` JSON layout."""
-    meta = pq.read_metadata(path)
+def file_stats(meta: pq.FileMetaData) -> dict[str, Any]:
+    """Statistics of one Parquet file, from its footer, in the Delta `add.stats` JSON layout."""
     schema = meta.schema.to_arrow_schema()
     stats: dict[str, Any] = {"numRecords": meta.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
     for i, field in enumerate(schema):

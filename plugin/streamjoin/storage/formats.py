@@ -17,6 +17,7 @@ A row a format cannot read gets a NULL row kind, which the run reports as bad in
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from functools import reduce
 from typing import Sequence
 
@@ -68,22 +69,47 @@ def changelog_schema(spec: InputSpec) -> StructType:
     return StructType(list(data_schema(spec).fields) + [StructField(spec.op_column, StringType())])
 
 
-def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
-    """The input's changes of versions (start, end] (all of version `end` when start is None),
-    as the declared columns plus the row kind column (plus `ORDER` for upsert)."""
+@dataclass(frozen=True)
+class Changes:
+    """An input's changes of a run as changelog rows, and what the Delta log tells of them unread."""
+
+    rows: DataFrame  # the declared columns plus the row kind column (plus `ORDER` for upsert)
+    count: int | None = None  # how many changes, when the files' statistics say
+    insert_only: bool | None = None  # whether every change is an insertion, when the statistics say
+    bytes: int = 0  # the size of the files read (0 when not known)
+
+
+def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> Changes:
+    """The input's changes of versions (start, end] (all of version `end` when start is None)."""
     fmt, path, name = spec.changelog_format, spec.location, spec.name
     if fmt == "cdf":
-        return _cdf(spark, spec, start, end)
+        return Changes(_cdf(spark, spec, start, end))
     if fmt == "upsert":
         files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
-        return _upserts(spark, spec, files)
+        return Changes(_upserts(spark, spec, files), bytes=sum(f.size for f in files))
     files = delta_log.added_between(path, start, end, what=name)
     rows = delta_log.read(spark, files, file_schema(spec))
     if fmt == "append":
-        return rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value))
+        return Changes(rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value)), _count(files), True,
+                       sum(f.size for f in files))
     if fmt == "debezium":
-        return _debezium(rows, spec)
-    return rows
+        return Changes(_debezium(rows, spec), bytes=sum(f.size for f in files))
+    return Changes(rows, _count(files), _only_inserts(files, spec.op_column), sum(f.size for f in files))
+
+
+def _count(files: Sequence[DataFile]) -> int | None:
+    """How many rows the files hold, if each one's statistics say."""
+    if any(f.stats is None for f in files):
+        return None
+    return sum(f.num_records for f in files)
+
+
+def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
+    """Whether every row kind in the files is +I (no NULL among them), if their statistics say."""
+    if any(f.stats is None or f.stat("nullCount", op_column) is None for f in files):
+        return None
+    return all(f.num_records == 0 or (f.stat("nullCount", op_column) == 0 and f.stat("minValues", op_column)
+                                      == f.stat("maxValues", op_column) == RowKind.INSERT.value) for f in files)
 
 
 def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
@@ -144,7 +170,7 @@ def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) ->
         ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
                                          "_file string, _ordinal long")
         rows = (rows.select("*", F.col("_metadata.file_name").alias("_file"), F.col("_metadata.row_index").alias("_row"))
-                .join(F.broadcast(ordinals), "_file"))
+                .join(ordinals, "_file"))
         order = F.struct(col("_ordinal"), col("_row"))
     else:
         order = F.struct(F.lit(0).cast(LongType()).alias("_ordinal"), F.lit(0).cast(LongType()).alias("_row"))

@@ -13,12 +13,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from ..errors import StreamJoinError
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, to_changelog
 from . import delta_log, state
 from .tables import ModelTables
-from .writes import FileActions, FileWriter, StagedWrite
+from .writes import RunWriter, StagedWrite
 
 BUCKET = "_bucket"
 
@@ -28,25 +29,40 @@ def output_schema(output: DataFrame) -> StructType:
 
 
 def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int,
-                    writer: FileWriter, *, after: FileActions | None = None) -> StagedWrite:
-    """The run's changelog rows, one per unit of weight, tagged with the run id; written after `after`."""
+                    writer: RunWriter) -> StagedWrite:
+    """The run's changelog rows, one per unit of weight, tagged with the run id."""
     names = plan.output_names
     rows = to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
     rows = rows.withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
     schema = StructType(list(output_schema(output).fields)
                         + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
-    actions = writer.write(rows.coalesce(1), tables.changelog, tag=f"r{run_id}", after=after)
+    actions = writer.write(rows, tables.changelog)
     return StagedWrite(tables.changelog, actions, schema)
 
 
-def _added_or_fail(names: list[str], message: str) -> Column:
-    """True for rows to add, false for rows that sum to nothing; a negative weight fails the write
-    (and so the run, which then commits nothing) with `message` and the row.
+def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], None]:
+    """A test, for once the write pass ran, that no row of `frame` has a negative weight: a retraction
+    the result cannot apply. The pass counts such rows (and writes none of them); the run then stops
+    before its commits with `message`.
 
-    State checks reject retractions of rows never inserted before any output is computed, so a
-    negative weight here means a streamjoin bug or a result table changed outside streamjoin."""
-    shown = F.concat(F.lit(f"{message}: "), F.to_json(F.struct(*[col(c) for c in names])))
-    return F.when(col(WEIGHT) >= 0, col(WEIGHT) > 0).otherwise(F.raise_error(shown))
+    State checks reject retractions of rows never inserted (in the same pass, and those errors are
+    the ones a run reports), so a negative weight here means a streamjoin bug or a result table
+    changed outside streamjoin."""
+    retracting = frame.where(col(WEIGHT) < 0)
+    count = writer.count(retracting, -col(WEIGHT))
+
+    def verify() -> None:
+        if count.result():  # the failure path alone reads a few of the rows, to name them
+            names = [c for c in frame.columns if c not in (WEIGHT, BUCKET)]
+            shown = retracting.select(F.to_json(F.struct(*[col(c) for c in names])).alias("row")).limit(3).collect()
+            raise StreamJoinError(f"{message}: {', '.join(r['row'] for r in shown)} ({count.result()} row(s) "
+                                  "retracted); nothing was committed")
+
+    return verify
+
+
+def _nothing_to_verify() -> None:
+    """The test of a change that holds no retraction."""
 
 
 def _expand(df: DataFrame, names: list[str]) -> DataFrame:
@@ -60,10 +76,11 @@ class StagedResult:
 
     write: StagedWrite
     counted: Callable[[], dict[str, int]]  # {"+": rows added, "-": rows retracted}, once the write ran
+    verify: Callable[[], None]  # raises if the change retracts rows the result does not hold, once the write ran
 
 
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
-                 versions: Mapping[str, int | None], run_id: int, writer: FileWriter, *,
+                 versions: Mapping[str, int | None], writer: RunWriter, *,
                  inserts_only: bool) -> StagedResult:
     """Apply the run's change to the result.
 
@@ -77,25 +94,27 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
     if inserts_only:
-        change = change.where(_added_or_fail(names, f"streamjoin bug: model {plan.model}'s run was to insert "
-                                                    "only, yet its change retracts a row"))
+        verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
+                                         "change retracts a row")
         counts, rewrite = None, []
     else:
         counts, rewrite = _retracting_buckets(change)
     level0 = state.level0(delta_log.data_files(path, version, partition_column=BUCKET))
     if not rewrite and len(level0) < state.LEVEL0_FILES:
+        if not inserts_only:  # no bucket is retracted from: no weight is negative
+            verify = _nothing_to_verify
         old_files: list[delta_log.DataFile] = []
-        actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path, tag=f"r{run_id}",
+        actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path,
                                partition={BUCKET: None})
     else:
-        rows, old_files = _rewrite(spark, change, schema, row_bucket, plan, path, version, rewrite)
-        actions = (writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET], tag=f"r{run_id}")
+        rows, old_files, verify = _rewrite(spark, change, schema, row_bucket, plan, path, version, rewrite, writer)
+        actions = (writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET])
                    + delta_log.remove_actions(old_files, path))
     table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
     rewritten = sum(f.num_records for f in old_files)
     counted = (lambda: counts) if counts is not None else \
         (lambda: {"+": delta_log.added_rows(actions.result()) - rewritten, "-": 0})
-    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)), counted)
+    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)), counted, verify)
 
 
 def _retracting_buckets(change: DataFrame) -> tuple[dict[str, int], list[int]]:
@@ -108,10 +127,11 @@ def _retracting_buckets(change: DataFrame) -> tuple[dict[str, int], list[int]]:
 
 
 def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
-             path: str, version: int | None, rewrite: list[int]) -> tuple[DataFrame, list[delta_log.DataFile]]:
+             path: str, version: int | None, rewrite: list[int],
+             writer: RunWriter) -> tuple[DataFrame, list[delta_log.DataFile], Callable[[], None]]:
     """The rows to write for a change that retracts from buckets `rewrite` (or folds level 0): level 0
     and those buckets, rewritten with the change applied (their files to remove), and the additions
-    to the other buckets."""
+    to the other buckets; and the test that every retraction found its row."""
     names = plan.output_names
     in_rewrite = col(BUCKET).isin(rewrite)
     old_files = delta_log.data_files(path, version, partitions=rewrite, partition_column=BUCKET)
@@ -119,8 +139,8 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
     merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
               .unionByName(change.where(in_rewrite))
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-    held = _added_or_fail(names, f"model {plan.model}'s run retracts a row its result table does not hold "
-                                 "(was the table changed outside streamjoin?)")
-    rows = _expand(merged.where(held), names).unionByName(
+    verify = _unheld(merged, writer, f"model {plan.model}'s run retracts a row its result table does not hold "
+                                     "(was the table changed outside streamjoin?)")
+    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(
         _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
-    return rows, old_files
+    return rows, old_files, verify

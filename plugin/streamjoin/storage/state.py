@@ -21,7 +21,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..zset import WEIGHT, col
 from . import delta_log
-from .writes import FileActions, FileWriter
+from .writes import FileActions, RunWriter
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
 LEVEL0_FILES = 16  # level-0 files that trigger folding them into per-bucket files
@@ -83,12 +83,12 @@ class StateTable:
             for k in self.key_columns:
                 c = rows[k].eqNullSafe(keys[k])
                 cond = c if cond is None else cond & c
-            rows = rows.join(F.broadcast(keys), cond, "left_semi")
+            rows = rows.join(keys, cond, "left_semi")
         return rows
 
-    def stage(self, spark: SparkSession, changes: DataFrame, writer: FileWriter, *, tag: str,
+    def stage(self, spark: SparkSession, changes: DataFrame, writer: RunWriter, *,
               expire_before: int | None = None) -> FileActions:
-        """Start writing appended rows (schema columns, weight, degree, updated, bucket); commit nothing.
+        """Stage appended rows (schema columns, weight, degree, updated, bucket) with the run's writer.
 
         The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or a bucket `COMPACT_AT`,
         the run compacts instead: level 0, the crowded buckets' files and its changes are consolidated
@@ -102,8 +102,7 @@ class StateTable:
         per_bucket = Counter(int(f.partition[BUCKET]) for f in bucketed)
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
         if not crowded and len(unbucketed) < LEVEL0_FILES:
-            return writer.write(changes.select(*[col(c) for c in names]), self.path, tag=tag,
-                                partition={BUCKET: None})
+            return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
         old_files = unbucketed + [f for f in bucketed if int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
@@ -117,7 +116,7 @@ class StateTable:
                 .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
         if expire_before is not None and crowded:
             rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(crowded))
-        return (writer.write(rows.select(*stored).repartition(col(BUCKET)), self.path, partition_by=[BUCKET], tag=tag)
+        return (writer.write(rows.select(*stored).repartition(col(BUCKET)), self.path, partition_by=[BUCKET])
                 + delta_log.remove_actions(old_files, self.path))
 
     @property

@@ -1,23 +1,38 @@
-"""A run's data-file writes, started as soon as they are staged and run side by side.
+"""A run's table writes, all in one Spark job.
 
-Each write is one Spark job. Started on a few threads, the jobs of a run's tables (state,
-changelog, result) overlap with each other and with the driver's planning of what comes
-next; the run waits for all of them before its first commit.
+Every table a run writes (each state side, the changelog, the result) is staged as a
+DataFrame of its rows. `RunWriter.run` puts them in one wide frame — a target column says
+whose row each is — and one `mapInArrow` pass writes every target's rows as Parquet files
+inside its table (pyarrow on the executors, through the filesystem of the table's URI),
+returning one row per file: its path, size, partition values and statistics. The same pass
+evaluates the run's checks (frames whose rows fail the job, see `row_errors`) and sums its
+counters. The driver receives file rows and sums; no data.
+
+A task that fails leaves at most files nobody commits: the run commits only the files of
+the attempts whose results reached the driver.
 """
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+import json
+import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from functools import reduce
+from typing import Iterator, Mapping, Sequence
 
+import pyarrow as pa
 from deltalake.transaction import AddAction, RemoveAction
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
-from pyspark.util import inheritable_thread_target
 
-from . import delta_log
+from ..zset import col
 
 Action = AddAction | RemoveAction
+TARGET = "_target"
+VALUE = "_value"
+#: What the write pass returns per file written, and per counter and task.
+FILE_ROWS = "target int, path string, size long, partition string, stats string, value long"
 
 
 class FileActions:
@@ -37,33 +52,6 @@ class FileActions:
         return [a for f in self.writing for a in f.result()] + self.known
 
 
-class FileWriter:
-    """Starts data-file writes on its threads; `close` waits for every write it started."""
-
-    def __init__(self, threads: int = 4) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="streamjoin-write")
-        self.started: list[Future] = []
-
-    def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (), tag: str,
-              after: FileActions | None = None, partition: Mapping[str, str | None] | None = None) -> FileActions:
-        """Start writing a DataFrame's rows as new files of the table at `path` (see `delta_log.write_files`),
-        once the writes of `after` are done (when they compute intermediate results `df` reads)."""
-        def write() -> list[Action]:
-            if after is not None:
-                after.result()
-            return delta_log.write_files(df, path, partition_by=partition_by, tag=tag, partition=partition)
-
-        job = inheritable_thread_target(df.sparkSession)(write)
-        future = self.pool.submit(job)
-        self.started.append(future)
-        return FileActions([future])
-
-    def close(self) -> None:
-        """Wait for every started write (also after a failure, so no job outlives the run's data)."""
-        wait(self.started)
-        self.pool.shutdown()
-
-
 @dataclass
 class StagedWrite:
     """Files written for one table in this run, waiting for the run's commits."""
@@ -74,3 +62,117 @@ class StagedWrite:
     partition_by: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
     optional: bool = False  # commit only if it has actions or metadata (the table exists already)
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What an executor needs to write one table's rows: where, which wide columns, how partitioned."""
+
+    root: str  # the table's URI or path
+    folder: str  # new files go under root/folder
+    wide: tuple[str, ...]  # the target's columns in the wide frame
+    names: tuple[str, ...]  # their names in the table
+    partition_by: tuple[str, ...]  # columns whose values make the files' partition folders
+    partition: tuple[tuple[str, str | None], ...]  # fixed partition values of every file
+
+
+@dataclass
+class _Target:
+    spec: TargetSpec
+    rows: DataFrame
+    done: Future = field(default_factory=Future)
+
+
+class RunWriter:
+    """Collects a run's table writes, checks and counters, and performs them in one Spark job."""
+
+    def __init__(self, *, tag: str, parallelism: int) -> None:
+        self.tag = tag
+        self.parallelism = max(1, parallelism)
+        self.targets: list[_Target] = []
+        self.checks: list[DataFrame] = []
+        self.counters: list[tuple[DataFrame, Future]] = []
+        self.ran = False
+
+    def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (),
+              partition: Mapping[str, str | None] | None = None) -> FileActions:
+        """Stage a DataFrame's rows as new files of the table at `path`; its actions come with `run`.
+
+        `partition_by` columns split the rows into Hive-style partition folders (and are not stored
+        in the files); rows written without them get the fixed `partition` values in every file."""
+        i = len(self.targets)
+        names = tuple(df.columns)
+        spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}",
+                          wide=tuple(f"_t{i}_{j}" for j in range(len(names))), names=names,
+                          partition_by=tuple(partition_by), partition=tuple((partition or {}).items()))
+        target = _Target(spec, df)
+        self.targets.append(target)
+        return FileActions([target.done])
+
+    def check(self, failing: DataFrame) -> None:
+        """Evaluate a frame in the write pass; its rows fail the job (see `row_errors.fail_when`)."""
+        self.checks.append(failing)
+
+    def count(self, df: DataFrame, value: Column) -> Future:
+        """The sum of `value` over `df`'s rows, computed in the write pass."""
+        done: Future = Future()
+        self.counters.append((df.select(value.cast("long").alias(VALUE)), done))
+        return done
+
+    def run(self) -> None:
+        """Write every staged target, evaluate every check and counter: one Spark job."""
+        self.ran = True
+        waiting = [t.done for t in self.targets] + [d for _, d in self.counters]
+        try:
+            rows = self._wide().mapInArrow(_writer(tuple(t.spec for t in self.targets)), FILE_ROWS).collect()
+        except BaseException as exc:
+            for f in waiting:
+                f.set_exception(exc)
+            raise
+        actions: list[list[AddAction]] = [[] for _ in self.targets]
+        sums = [0] * len(self.counters)
+        for r in rows:
+            if r["target"] < len(self.targets):
+                actions[r["target"]].append(AddAction(
+                    path=r["path"], size=r["size"], partition_values=json.loads(r["partition"]),
+                    modification_time=0, data_change=True, stats=r["stats"]))
+            else:
+                sums[r["target"] - len(self.targets)] += r["value"] or 0
+        for target, adds in zip(self.targets, actions):
+            target.done.set_result(sorted(adds, key=lambda a: a.path))
+        for (_, done), total in zip(self.counters, sums):
+            done.set_result(total)
+
+    def close(self) -> None:
+        """Fail the actions of a writer that never ran (its run stopped before writing)."""
+        if not self.ran:
+            for f in [t.done for t in self.targets] + [d for _, d in self.counters]:
+                f.set_exception(RuntimeError("the run stopped before its files were written"))
+            self.ran = True
+
+    def _wide(self) -> DataFrame:
+        """Every target's rows, every counter's values and every check in one frame of wide rows."""
+        types = [(t.spec.wide, t.rows.schema) for t in self.targets]
+        columns = [(name, f.dataType) for wide, schema in types for name, f in zip(wide, schema.fields)]
+        n = len(self.targets)
+
+        def branch(df: DataFrame, target: int, mine: Mapping[str, Column]) -> DataFrame:
+            return df.select(F.lit(target).alias(TARGET),
+                             *[mine.get(name, F.lit(None).cast(t)).alias(name) for name, t in columns],
+                             mine.get(VALUE, F.lit(None).cast("long")).alias(VALUE))
+
+        frames = [branch(t.rows, i, {w: col(c) for w, c in zip(t.spec.wide, t.spec.names)})
+                  for i, t in enumerate(self.targets)]
+        frames += [branch(df, n + i, {VALUE: col(VALUE)}) for i, (df, _) in enumerate(self.counters)]
+        frames += [branch(df, -1, {}) for df in self.checks]
+        return reduce(DataFrame.union, frames).coalesce(self.parallelism)
+
+
+def _writer(specs: tuple[TargetSpec, ...]):
+    """The function each task of the write pass runs over its wide Arrow batches."""
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from .parquet_files import write_task  # executors import the writing code, not the driver's state
+
+        yield from write_task(batches, specs)
+
+    return write

@@ -1,0 +1,105 @@
+"""The executor side of a run's write pass: a task's wide rows into Parquet files of their tables.
+
+Each task keeps one open Parquet file per table and partition it has rows for, written with
+pyarrow through the filesystem of the table's URI, and reports each file (path relative to
+the table, size, partition values, Delta statistics from its footer) as one row. Counter
+values are summed per task and reported as one row each.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .file_stats import file_stats
+from .writes import TARGET, VALUE, TargetSpec
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass
+class _OpenFile:
+    writer: pq.ParquetWriter
+    filesystem: pafs.FileSystem
+    full: str  # path on the filesystem
+    relative: str  # path relative to the table root, as the Delta log names it
+    partition: dict[str, str | None]
+
+
+def _partition_folder(values: dict[str, str | None]) -> str:
+    return "/".join(f"{quote(k)}={NULL_PARTITION if v is None else quote(v)}" for k, v in values.items())
+
+
+def _open(spec: TargetSpec, values: dict[str, str | None], schema: pa.Schema, task: int) -> _OpenFile:
+    filesystem, root = pafs.FileSystem.from_uri(spec.root) if "://" in spec.root else (pafs.LocalFileSystem(), spec.root)
+    folder = "/".join(p for p in (spec.folder, _partition_folder(values) if spec.partition_by else "") if p)
+    relative = f"{folder}/part-{task:05d}-{uuid.uuid4().hex[:16]}.parquet"
+    full = f"{root.rstrip('/')}/{relative}"
+    filesystem.create_dir(full.rsplit("/", 1)[0], recursive=True)
+    writer = pq.ParquetWriter(full, schema, filesystem=filesystem, compression="snappy")
+    return _OpenFile(writer, filesystem, full, relative, {**dict(spec.partition), **values})
+
+
+def _split(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, str | None], pa.Table]]:
+    """The table's rows per distinct value of the partition columns (their text, NULL as None)."""
+    if not columns:
+        yield {}, table
+        return
+    keys = pa.Table.from_arrays([table.column(c) for c in columns], names=list(columns))
+    for group in keys.group_by(list(columns)).aggregate([]).to_pylist():
+        mask = None
+        for c in columns:
+            test = pc.is_null(table.column(c)) if group[c] is None else pc.equal(table.column(c), group[c])
+            mask = test if mask is None else pc.and_(mask, test)
+        values = {c: None if group[c] is None else str(group[c]) for c in columns}
+        yield values, table.filter(mask).drop_columns(list(columns))
+
+
+def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -> Iterator[pa.RecordBatch]:
+    """Write one task's wide batches; yield a row per file written and per counter."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    task = context.partitionId() if context else 0
+    files: dict[tuple[int, tuple], _OpenFile] = {}
+    sums: dict[int, int] = {}
+    for batch in batches:
+        targets = batch.column(TARGET)
+        for target in pc.unique(targets).to_pylist():
+            rows = pa.Table.from_batches([batch.filter(pc.equal(targets, target))])
+            if target < 0:  # a check's rows fail the task before they get here
+                continue
+            if target >= len(specs):
+                sums[target] = sums.get(target, 0) + (pc.sum(rows.column(VALUE)).as_py() or 0)
+                continue
+            spec = specs[target]
+            table = rows.select(list(spec.wide)).rename_columns(list(spec.names))
+            for values, part in _split(table, spec.partition_by):
+                key = (target, tuple(values.items()))
+                if key not in files:
+                    files[key] = _open(spec, values, part.schema, task)
+                files[key].writer.write_table(part)
+    out: dict[str, list] = {"target": [], "path": [], "size": [], "partition": [], "stats": [], "value": []}
+    for (target, _), f in files.items():
+        f.writer.close()
+        meta = pq.read_metadata(f.full, filesystem=f.filesystem)
+        out["target"].append(target)
+        out["path"].append(f.relative)
+        out["size"].append(f.filesystem.get_file_info(f.full).size)
+        out["partition"].append(json.dumps(f.partition))
+        out["stats"].append(json.dumps(file_stats(meta)))
+        out["value"].append(None)
+    for target, total in sums.items():
+        for k, v in (("target", target), ("path", None), ("size", None), ("partition", None), ("stats", None),
+                     ("value", total)):
+            out[k].append(v)
+    yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
+        ("target", pa.int32()), ("path", pa.string()), ("size", pa.int64()), ("partition", pa.string()),
+        ("stats", pa.string()), ("value", pa.int64())]))
