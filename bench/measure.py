@@ -136,7 +136,7 @@ def streamjoin_profiler() -> Profiler:
         (executor.Executor, "stage_state", "state: stage appends"),
         (run, "stage_changelog", "changelog table: stage"),
         (run, "stage_result", "result table: stage"),
-        (writes.FileActions, "result", "wait for data-file writes"),
+        (writes.RunWriter, "run", "write pass: every table's files, one Spark job"),
         (delta_log, "write_small", "write small files (run log)"),
         (delta_log, "commit", "Delta commits"),
         (run.Run, "execute", "other driver work in run_once"),

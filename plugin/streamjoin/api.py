@@ -23,7 +23,6 @@ reader here), so it stays valid while later runs rewrite or add files.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from urllib.parse import quote
@@ -36,7 +35,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 from sqlglot import exp
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
