@@ -1,16 +1,35 @@
 """Child process of test_exactly_once: one incremental run of a conformance-style case's model.
 
-    python run_one_model.py CASE_JSON ROOT
+    python run_one_model.py CASE_JSON ROOT [--hold-after-first-commit]
+
+With the flag the child says "committed" after its first table commit and waits there to be
+killed, so a kill lands between two commits however loaded the machine.
 """
 import json
 import sys
+import time
 
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
 from streamjoin.session import local_session
+from streamjoin.storage import delta_log
+
+
+def hold_after_first_commit() -> None:
+    real = delta_log.commit
+
+    def commit(*args, **kwargs):
+        real(*args, **kwargs)
+        print("committed", flush=True)
+        time.sleep(3600)
+
+    delta_log.commit = commit
+
 
 if __name__ == "__main__":
     case, root = json.loads(sys.argv[1]), sys.argv[2]
+    if "--hold-after-first-commit" in sys.argv[3:]:
+        hold_after_first_commit()
     spark = local_session(app_name="streamjoin-killed-run", conf={"spark.sql.shuffle.partitions": "1"})
     runner = CaseRunner(spark, case, root)
     print("running", flush=True)

@@ -123,15 +123,15 @@ def test_a_killed_run_process_is_repaired_by_the_next_run(spark, tmp_path, unint
     m.run(**FIRST)
     m.runner.append_changes(1, SECOND)
     before = {p: delta_log.version(p) for p in m.tables.all_tables()}
-    child = subprocess.Popen([sys.executable, str(CHILD), json.dumps(m.runner.case), str(tmp_path)],
+    hold = ["--hold-after-first-commit"] if moment == "between commits" else []
+    child = subprocess.Popen([sys.executable, str(CHILD), json.dumps(m.runner.case), str(tmp_path), *hold],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "running"
         if moment == "while computing":
             time.sleep(random.Random(os.getpid()).uniform(0.0, 2.0))
         else:
-            while child.poll() is None and all(delta_log.version(p) == v for p, v in before.items()):
-                time.sleep(0.002)
+            assert child.stdout.readline().strip() == "committed"
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=60)

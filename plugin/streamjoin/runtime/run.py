@@ -24,7 +24,6 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -42,6 +41,7 @@ from ..types import RowKind
 from ..zset import bad_row_kinds_test, col
 from . import lease
 from .executor import Executor
+from .intermediates import Intermediates
 from .phases import Phases
 from .report import RunReport
 from .sizing import shuffle_partitions
@@ -123,23 +123,7 @@ class Run:
         self.plan = plan
         self.tables = tables
         self.app = app_id(plan.model)
-        self.persisted: list[DataFrame] = []
-
-    def persist(self, df: DataFrame) -> DataFrame:
-        """Keep an intermediate result that several parts of the run read, computed once per run.
-
-        Its blocks live in executors' memory (spilling to disk) and keep their lineage, so a
-        block lost with its executor is recomputed by Spark's task retry (a local checkpoint's
-        could not be); released by `release`."""
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self.persisted.append(df)
-        return df
-
-    def release(self) -> None:
-        """Drop the blocks of every intermediate result this run kept."""
-        for df in self.persisted:
-            df.unpersist(blocking=False)
-        self.persisted.clear()
+        self.intermediates = Intermediates()
 
     def prepare(self) -> tuple[int, dict[str, Any], bool]:
         """The run id and manifest; `resumed` when a previous attempt already committed part of it."""
@@ -197,7 +181,7 @@ class Run:
                 shown = F.concat(F.lit(f"{message}, e.g. "), F.to_json(F.struct(*[col(c) for c in rows.columns]),
                                                                     {"ignoreNullFields": "false"}))
                 rows = rows.where(fail_when(test, shown, model=self.plan.model, input_name=name))
-            changes[name] = self.persist(rows)
+            changes[name] = self.intermediates.keep(rows)
             if read.count is not None and read.insert_only is not None:
                 counts[name] = read.count
                 if read.insert_only:
@@ -238,8 +222,8 @@ class Run:
                         read_bytes + state_bytes, self.spark.sparkContext.defaultParallelism)))
                 with phases("join"):
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
-                                        self.persist, writer, int(manifest["started"] * 1000))
-                    output = self.persist(executor.output())
+                                        self.intermediates.keep, writer, int(manifest["started"] * 1000))
+                    output = self.intermediates.keep(executor.output())
                     result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
                                           inserts_only=executor.output_inserts_only())
                     staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
@@ -265,7 +249,7 @@ class Run:
                 self.commit(staged, run_id, manifest)
         finally:
             writer.close()
-            self.release()
+            self.intermediates.release()
         report.seconds = phases.total()
         log.info(report.summary())
         return report
