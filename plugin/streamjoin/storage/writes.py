@@ -23,10 +23,8 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from ..zset import col
 
 Action = AddAction | RemoveAction
 TARGET = "_target"
@@ -151,21 +149,19 @@ class RunWriter:
             self.ran = True
 
     def _wide(self) -> DataFrame:
-        """Every target's rows, every counter's values and every check in one frame of wide rows."""
-        types = [(t.spec.wide, t.rows.schema) for t in self.targets]
-        columns = [(name, f.dataType) for wide, schema in types for name, f in zip(wide, schema.fields)]
+        """Every target's rows, every counter's values and every check in one frame of wide rows
+        (each branch fills only its own columns; the union makes the others null)."""
         n = len(self.targets)
-
-        def branch(df: DataFrame, target: int, mine: Mapping[str, Column]) -> DataFrame:
-            return df.select(F.lit(target).alias(TARGET),
-                             *[mine.get(name, F.lit(None).cast(t)).alias(name) for name, t in columns],
-                             mine.get(VALUE, F.lit(None).cast("long")).alias(VALUE))
-
-        frames = [branch(t.rows, i, {w: col(c) for w, c in zip(t.spec.wide, t.spec.names)})
+        frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{_quoted(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
                   for i, t in enumerate(self.targets)]
-        frames += [branch(df, n + i, {VALUE: col(VALUE)}) for i, (df, _) in enumerate(self.counters)]
-        frames += [branch(df, -1, {}) for df in self.checks]
-        return reduce(DataFrame.union, frames).coalesce(self.parallelism)
+        frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE) for i, (df, _) in enumerate(self.counters)]
+        frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
+        wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+        return wide.coalesce(self.parallelism)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _writer(specs: tuple[TargetSpec, ...]):
