@@ -7,16 +7,19 @@ and appends its additions to level 0 (see `stage_result`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from functools import reduce
+from typing import Callable, Iterator, Mapping
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from ..errors import StreamJoinError
+from ..errors import ConfigError, StreamJoinError
+from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
-from ..zset import WEIGHT, col, to_changelog
+from ..zset import WEIGHT, col, consolidate, to_changelog
 from . import delta_log, state
 from .tables import ModelTables
 from .writes import RunWriter, StagedWrite
@@ -91,6 +94,8 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     names = plan.output_names
     schema = output_schema(output)
     path, version = tables.result, versions.get(tables.result)
+    if plan.config.output_unique_key:
+        writer.check(unique_key_violations(spark, output, plan, path, version, schema))
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
     if inserts_only:
@@ -115,6 +120,66 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     counted = (lambda: counts) if counts is not None else \
         (lambda: {"+": delta_log.added_rows(actions.result()) - rewritten, "-": 0})
     return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)), counted, verify)
+
+
+def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan, path: str, version: int | None,
+                          schema: StructType) -> DataFrame:
+    """A frame for `RunWriter.check` that fails the write pass if the result would hold more than
+    one row for a key of the model's `output_unique_key`.
+
+    Only keys this run adds a row to can break it. Their rows after the run are their rows in the
+    result (every file of the version the run read: the result is bucketed by row, not by key,
+    so a key's rows may be in any file; read on the executors, inside the pass) plus the run's
+    change of them. The first key holding two or more rows fails the job with an `InputError`
+    naming the model, the key, one of its rows and the fix; nothing is committed.
+    """
+    by_name = {n.lower(): n for n in plan.output_names}
+    missing = [k for k in plan.config.output_unique_key if k.lower() not in by_name]
+    if missing:
+        raise ConfigError(f"output_unique_key names {', '.join(map(repr, missing))}, which the model's output does not "
+                          f"have (its columns: {', '.join(plan.output_names)}); name output columns", model=plan.model)
+    key = [by_name[k.lower()] for k in plan.config.output_unique_key]
+    names = plan.output_names
+    gaining = output.where(col(WEIGHT) > 0).select(*[col(k) for k in key]).distinct()
+
+    def of_gaining(rows: DataFrame) -> DataFrame:
+        cond = reduce(lambda a, b: a & b, [rows[k].eqNullSafe(gaining[k]) for k in key])
+        return rows.join(gaining, cond, "left_semi")
+
+    stored = _read_files(spark, delta_log.data_files(path, version, partition_column=BUCKET), schema)
+    rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
+        of_gaining(output.select(*[col(c) for c in names], col(WEIGHT))))
+    live = consolidate(rows, names).where(col(WEIGHT) > 0)
+    shown = F.to_json(F.struct(*[col(c) for c in names]), {"ignoreNullFields": "false"})
+    per_key = live.groupBy(*[col(k) for k in key]).agg(F.sum(WEIGHT).alias("n"), F.min(shown).alias("row"))
+    key_text = ", ".join(key)
+    message = F.concat(
+        F.lit(f"output_unique_key ({key_text}) is not unique: key "),
+        F.to_json(F.struct(*[col(k) for k in key]), {"ignoreNullFields": "false"}), F.lit(" would have "),
+        col("n").cast("string"), F.lit(" rows in the result, e.g. "), col("row"),
+        F.lit(f". Make the model's SQL give one row per {key_text} (join on a unique key of each input, or add "
+              f"the columns that tell the rows apart to output_unique_key), or drop output_unique_key from the "
+              "model's config; nothing was committed"))
+    return per_key.where(col("n") > 1).where(~fail_when(F.lit(True), message, model=plan.model, input_name=""))
+
+
+def _read_files(spark: SparkSession, files: list[delta_log.DataFile], schema: StructType) -> DataFrame:
+    """The rows (`schema`) of data files, read with pyarrow by the tasks of the job that uses them
+    (Spark's own Parquet reader lists many files in a job of its own)."""
+    if not files:
+        return spark.createDataFrame([], schema)
+    arrow = delta_log.arrow_schema(schema)
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        for batch in batches:
+            for uri in batch.column("uri").to_pylist():
+                filesystem, where = pafs.FileSystem.from_uri(uri) if "://" in uri else (pafs.LocalFileSystem(), uri)
+                yield from pq.read_table(where, filesystem=filesystem, columns=arrow.names).cast(arrow).to_batches()
+
+    return spark.createDataFrame([(f.uri,) for f in files], "uri string").mapInArrow(read, schema)
 
 
 def _retracting_buckets(change: DataFrame) -> tuple[dict[str, int], list[int]]:
