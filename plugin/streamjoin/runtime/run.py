@@ -20,7 +20,7 @@ import os
 import time
 from contextlib import contextmanager
 from functools import reduce
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -48,6 +48,8 @@ from .sizing import shuffle_partitions
 from .spark_jobs import JobGroup
 
 log = logging.getLogger("streamjoin")
+#: Runs that read at least this many changes log their progress (see `Progress`).
+PROGRESS_AT = 1_000_000
 
 
 def app_id(model: str) -> str:
@@ -113,6 +115,27 @@ def input_errors() -> Iterator[None]:
         if found is None:
             raise
         raise found from None
+
+
+class Progress:
+    """A long run's progress on the `streamjoin` logger at INFO: a line as each phase ends, naming
+    the phase, the rows it handled and the seconds since the run started. A run is long when it
+    reads `PROGRESS_AT` changes or more (known once its inputs are read); shorter runs log only
+    their one-line summary."""
+
+    def __init__(self, model: str, run_id: int, phases: Phases) -> None:
+        self.head = f"streamjoin {model} run {run_id}"
+        self.phases = phases
+        self.changes = 0
+
+    def read(self, counts: Mapping[str, int]) -> None:
+        self.changes = sum(counts.values())
+        self.done("read", lambda: f"{self.changes:,} changes in ({', '.join(f'{k} {v:,}' for k, v in counts.items())})")
+
+    def done(self, phase: str, rows: Callable[[], str]) -> None:
+        """Log that `phase` ended, and what `rows` says it handled (called only for a long run)."""
+        if self.changes >= PROGRESS_AT:
+            log.info("%s: %s done: %s; %.1fs elapsed", self.head, phase, rows(), self.phases.total())
 
 
 class Run:
@@ -220,6 +243,8 @@ class Run:
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
                     self.spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(
                         read_bytes + state_bytes, self.spark.sparkContext.defaultParallelism)))
+                progress = Progress(self.plan.model, run_id, phases)
+                progress.read(counts)
                 with phases("join"):
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000))
@@ -228,9 +253,11 @@ class Run:
                                           inserts_only=executor.output_inserts_only())
                     staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
                               result.write]
+                progress.done("join", lambda: f"{len(staged)} tables staged for one write pass over {progress.changes:,} changes")
                 with phases("write"):
                     writer.run()
                     result.verify()
+                progress.done("write", lambda: f"{sum(len(w.actions.result()) for w in staged)} file actions for {len(staged)} tables")
                 spark_jobs = jobs.jobs()
             with phases("count"):
                 written = {w.path: w.actions.result() for w in staged}
@@ -240,6 +267,7 @@ class Run:
                 rows_out = result.counted()
                 for count in executor.counted_after_writes:
                     count()
+            progress.done("count", lambda: f"rows out {', '.join(f'{k}{v:,}' for k, v in rows_out.items()) or '-'}")
             metrics = {**executor.metrics, "state_rows": state_rows, "spark_jobs": spark_jobs,
                        "phases_s": phases.seconds, "master": self.spark.sparkContext.master}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
@@ -247,6 +275,7 @@ class Run:
             with phases("commit"):
                 staged.append(self.stage_run_log(run_id, manifest, report))
                 self.commit(staged, run_id, manifest)
+            progress.done("commit", lambda: f"{len(staged)} tables")
         finally:
             writer.close()
             self.intermediates.release()
