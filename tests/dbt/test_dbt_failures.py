@@ -59,9 +59,11 @@ sources:
         meta: {streamjoin: {location: "inputs/events", changelog_format: append}}
 """
 MODELS = {
-    # dbt keeps the model file's lines: the GROUP BY is reported on line 4
-    "unsupported_sql": "select l.k, count(*) as n\nfrom {{ source('src', 'left_in') }} l\n"
-                       "join {{ source('src', 'right_in') }} r on l.k = r.k\ngroup by l.k",
+    # positions are the model file's: the three lines of its config (rendered to one empty line) and the
+    # blank line below it count, so the GROUP BY is reported on line 7
+    "unsupported_sql": "{{ config(\n    materialized='streaming_join'\n) }}\n\nselect l.k, count(*) as n\n"
+                       "from {{ source('src', 'left_in') }} l join {{ source('src', 'right_in') }} r on l.k = r.k\n"
+                       "group by l.k",
     "bad_config": "{{ config(join_stratgy='multi') }}\n"
                   "select l.k, r.w from {{ source('src', 'left_in') }} l join {{ source('src', 'right_in') }} r on l.k = r.k",
     "drifting_input": "select l.k, l.v, r.w from {{ source('src', 'left_in') }} l "
@@ -139,7 +141,7 @@ def test_first_run_builds_the_valid_models(outcome: Outcome) -> None:
 def test_unsupported_sql_is_one_error_naming_model_and_construct(outcome: Outcome) -> None:
     message = _message(outcome.first, "unsupported_sql")
     assert "streamjoin model model.streamjoin_failures.unsupported_sql failed: CompileError" in message
-    assert "GROUP BY is not supported in a streaming join at line 4, column 10" in message
+    assert "GROUP BY is not supported in a streaming join at line 7, column 10" in message, message
     assert "Traceback" not in message
 
 

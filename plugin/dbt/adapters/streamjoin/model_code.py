@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pprint
+import re
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional
 
 from dbt.adapters.spark.impl import SparkConfig
@@ -131,10 +132,10 @@ def model_code(model: Mapping[str, Any], inputs: List[Mapping[str, Any]], *, sta
                                                project_root=project_root)
     own_keys = dbt_config_keys()
     config = {k: v for k, v in (model.get("config") or {}).items() if k not in own_keys}
-    sql = model.get("compiled_code") or ""
+    sql = file_lines(model.get("raw_code") or "", model.get("compiled_code") or "")
     args = {
         "name": model["name"],
-        "sql": sql.strip(),
+        "sql": sql,
         "inputs": declarations,
         "config": config,
         "root": os.path.join(state_root, MODELS_FOLDER),
@@ -142,6 +143,37 @@ def model_code(model: Mapping[str, Any], inputs: List[Mapping[str, Any]], *, sta
         "full_refresh": bool(full_refresh),
     }
     return _render(model, args, _explain(args))
+
+
+#: Jinja at the top of a model file that renders to nothing: `{{ config(...) }}`, `{# ... #}`,
+#: `{% set ... %}` and `{% do ... %}` (with or without whitespace control).
+_SILENT_HEAD = re.compile(r"\s*(?:\{\{-?\s*config\s*\(.*?\)\s*-?\}\}|\{#.*?#\}|\{%-?\s*(?:set|do)\b.*?-?%\})", re.S)
+
+
+def file_lines(raw: str, compiled: str) -> str:
+    r"""The compiled SQL with the lines the model file has above it, so a compile error's line is the
+    file's: trailing blanks go; leading blank lines stay, and the lines a multi-line (or
+    whitespace-controlled) ``{{ config(...) }}`` at the top of the file swallowed come back as
+    blank lines.
+
+    >>> raw = "{{ config(\n    materialized='streaming_join'\n) }}\n\nselect 1\n"
+    >>> file_lines(raw, "\n\nselect 1\n")
+    '\n\n\n\nselect 1'
+    >>> file_lines("select 1", "select 1  \n")
+    'select 1'
+    """
+    head = 0
+    while True:
+        found = _SILENT_HEAD.match(raw, head)
+        if not found:
+            break
+        head = found.end()
+    head += len(raw[head:]) - len(raw[head:].lstrip())
+    body = compiled.rstrip()
+    blank = body[:len(body) - len(body.lstrip())]
+    kept = blank.count("\n")
+    text = body[blank.rfind("\n") + 1:]  # the first line of SQL keeps its indentation (its columns)
+    return "\n" * max(raw.count("\n", 0, head), kept) + text if text else ""
 
 
 def _explain(args: Mapping[str, Any]) -> Optional[str]:
