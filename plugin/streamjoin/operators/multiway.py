@@ -26,7 +26,7 @@ from ..sql.plan import MultiJoin
 from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
-from .regular import JoinSide, RegularJoin, problem_checks
+from .regular import JoinSide, RegularJoin, problem_checks, touched_counters
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -83,12 +83,9 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
     ]).distinct()
     touched = executor.persist(touched.withColumn(
         BUCKET, F.pmod(F.xxhash64(*[col(f"_k{j}") for j in range(n_keys)]), F.lit(config.state_buckets)).cast("int")))
-    per_bucket = touched.groupBy(BUCKET).count().collect()
-    buckets = [r[0] for r in per_bucket]
-    executor.metrics[node.id] = {"operator": f"{len(sides)}-way join", "inputs": len(sides), "touched_keys": sum(r[1] for r in per_bucket),
-                                 "touched_buckets": len(buckets)}
+    executor.count_metrics(node, {"operator": f"{len(sides)}-way join", "inputs": len(sides)}, touched_counters(touched))
 
-    merged = [executor.persist(v.merge(spark, Side.LEFT, k, st, touched, buckets))
+    merged = [executor.persist(v.merge(spark, Side.LEFT, k, st, touched))
               for v, k, st in zip(views, keyed, states)]
     for check in problem_checks([p for view, m in zip(views, merged) for p in view.problems({Side.LEFT: m})],
                                 executor.plan.model):

@@ -93,6 +93,11 @@ class JoinSide:
         return F.pmod(F.xxhash64(*[col(k) for k in self.key_columns]), F.lit(buckets)).cast("int")
 
 
+def touched_counters(touched: DataFrame) -> dict[str, tuple[DataFrame, SparkColumn]]:
+    """The run-log figures of a join's touched keys (distinct keys with their bucket), as counters."""
+    return {"touched_keys": (touched, F.lit(1)), "touched_buckets": (touched.select(BUCKET).distinct(), F.lit(1))}
+
+
 @dataclass
 class JoinResult:
     """What one run of a join computes: its output change, and the rows to append to state."""
@@ -100,7 +105,7 @@ class JoinResult:
     output: DataFrame  # not consolidated: a row may come in several parts
     appends: dict[Side, DataFrame]
     metadata: dict[Side, dict[str, str]]  # commit info per side's state table
-    metrics: dict[str, int]  # figures for the run log
+    counters: dict[str, tuple[DataFrame, SparkColumn]]  # run-log figures, summed in the write pass
     checks: list[DataFrame]  # frames whose rows are bad input: evaluated in the run's write pass
 
 
@@ -149,9 +154,7 @@ class RegularJoin:
             keyed[Side.LEFT] = self.sides[Side.LEFT].with_keys(deltas[Side.LEFT])
             null_keyed[Side.LEFT] = keyed[Side.LEFT].limit(0)
         touched = persist(self.touched_keys(keyed))
-        per_bucket = touched.groupBy(BUCKET).count().collect()
-        buckets = [r[0] for r in per_bucket]
-        metrics = {"touched_keys": sum(r[1] for r in per_bucket), "touched_buckets": len(buckets)}
+        counters = touched_counters(touched)
         metadata: dict[Side, dict[str, str]] = {}
         if self.null_aware:
             self.counters = self.null_aware_counters(states[Side.RIGHT], deltas[Side.RIGHT], keyed[Side.RIGHT])
@@ -161,13 +164,12 @@ class RegularJoin:
             if self.appends_only(s):  # no stored row's weight matters: join the stored fragments as they are
                 side = self.sides[s]
                 delta_eff[s] = keyed[s].select(*[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
-                old[s] = self.stored(spark, s, states[s], touched, buckets).select(
+                old[s] = self.stored(spark, s, states[s], touched).select(
                     *[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
                 new[s] = old[s].unionByName(delta_eff[s])
                 continue
             everything = s is Side.LEFT and self.null_aware and self.counters["old"] != self.counters["new"]
-            merged[s] = persist(self.merge(spark, s, keyed[s], states[s], None if everything else touched,
-                                           None if everything else buckets))
+            merged[s] = persist(self.merge(spark, s, keyed[s], states[s], None if everything else touched))
             delta_eff[s] = self.effective_delta(s, merged[s])
             new[s] = self.new_rows(s, merged[s])
             old[s] = self.old_rows(s, merged[s])
@@ -194,7 +196,7 @@ class RegularJoin:
             else:
                 appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT), *self.stamps(side))
         return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
-                          metrics=metrics, checks=checks)
+                          counters=counters, checks=checks)
 
     def appends_only(self, s: Side) -> bool:
         """True when this run only adds rows to a side that needs no stored row's weight: no
@@ -257,19 +259,18 @@ class RegularJoin:
         bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
         return keys.withColumn(BUCKET, bucket)
 
-    def stored(self, spark: SparkSession, s: Side, state: StateTable, touched: DataFrame | None,
-               buckets: list[int] | None) -> DataFrame:
+    def stored(self, spark: SparkSession, s: Side, state: StateTable, touched: DataFrame | None) -> DataFrame:
         """A side's stored fragments (rows with weights, not summed) of the touched keys, with key columns."""
         side = self.sides[s]
         renamed = None if touched is None else touched.select(
             *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
-        return state.read(spark, renamed, buckets, side.with_keys)
+        return state.read(spark, renamed, side.with_keys)
 
-    def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable, touched: DataFrame | None,
-              buckets: list[int] | None) -> DataFrame:
+    def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable,
+              touched: DataFrame | None) -> DataFrame:
         """One row per distinct touched row of a side: old weight, change, old degree, in state."""
         side = self.sides[s]
-        stored = self.stored(spark, s, state, touched, buckets)
+        stored = self.stored(spark, s, state, touched)
         names = side.columns + side.key_columns
         deg = col(DEGREE) if side.tracks_degree else F.lit(0).cast("long")
         zero = F.lit(0).cast("long")

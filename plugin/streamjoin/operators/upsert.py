@@ -55,8 +55,7 @@ def normalize(spark: SparkSession, spec: InputSpec, upserts: DataFrame, key: Ups
     window = Window.partitionBy(*[col(k) for k in spec.unique_key]).orderBy(*newest_first, col(ORDER).desc())
     latest = persist(key.with_keys(upserts.withColumn("_n", F.row_number().over(window)).where(col("_n") == 1)))
     touched = persist(latest.select(*[col(k) for k in key.key_columns]).withColumn(BUCKET, key.bucket()))
-    buckets = [r[0] for r in touched.select(BUCKET).distinct().collect()]
-    stored = state.read(spark, touched, buckets, key.with_keys)
+    stored = state.read(spark, touched, key.with_keys)
     previous = stored.select(*[col(c) for c in names], (-col(WEIGHT)).alias(WEIGHT))
     current = latest.where(col(spec.op_column) != RowKind.DELETE.value).select(
         *[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))

@@ -12,6 +12,7 @@ from pyspark.sql.types import StructField, StructType
 from ..operators.interval import run_interval_join
 from ..operators.multiway import run_multi_join
 from ..operators.regular import JoinSide, RegularJoin
+from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
 from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.formats import data_schema, declared_type
@@ -81,6 +82,8 @@ class Executor:
         if isinstance(node, Join):
             if node.time_bound is not None:
                 return run_interval_join(self, node)
+            if node.temporal is not None:
+                return run_temporal_join(self, node)
             return self.regular_join(node)
         return run_multi_join(self, node)
 
@@ -167,7 +170,7 @@ class Executor:
                          policy=self.plan.config.on_missing_retraction, model=self.plan.model,
                          now_ms=self.now_ms, ttl_ms=_millis(self.plan.config.state_ttl), null_aware=node.null_aware)
         result = op.run(self.spark, deltas, states, self.persist)
-        self.metrics[node.id] = {"operator": f"{node.join_type.value} join", **result.metrics}
+        self.count_metrics(node, {"operator": f"{node.join_type.value} join"}, result.counters)
         for check in result.checks:
             self.writer.check(check)
         for s in Side:
@@ -175,6 +178,12 @@ class Executor:
         if node is self.plan.root:
             return result.output  # `output` consolidates the projected rows once
         return self.persist(consolidate(result.output, [c for c in result.output.columns if c != WEIGHT]))
+
+    def count_metrics(self, node: Node, fixed: dict[str, Any], counters: Mapping[str, tuple[DataFrame, SparkColumn]]) -> None:
+        """A node's run-log figures: `fixed` ones, and `counters` summed in the write pass."""
+        sums = {name: self.writer.count(df, value) for name, (df, value) in counters.items()}
+        self.metrics[node.id] = dict(fixed)
+        self.counted_after_writes.append(lambda: self.metrics[node.id].update({n: f.result() for n, f in sums.items()}))
 
     def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
         """Write a state table's appended rows; its commit waits for the end of the run."""

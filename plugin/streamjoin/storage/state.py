@@ -21,6 +21,7 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from ..zset import WEIGHT, col
 from . import delta_log
+from .file_reads import read_chosen
 from .writes import FileActions, RunWriter
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
@@ -69,22 +70,28 @@ class StateTable:
         fields.append(StructField(UPDATED, LongType()))
         return StructType(fields)
 
-    def read(self, spark: SparkSession, touched: DataFrame | None, buckets: list[int] | None, with_keys) -> DataFrame:
-        """Stored rows of the touched keys (`touched` has the key columns), found in level 0 and `buckets`.
+    def read(self, spark: SparkSession, touched: DataFrame | None, with_keys) -> DataFrame:
+        """Stored rows of the touched keys, found in level 0 and the files of their buckets.
 
-        Rows are not consolidated here: the caller sums them together with the run's changes.
-        `with_keys` adds the key columns to a frame of state rows. `touched=None` reads all.
+        `touched` has the key columns and their bucket; `touched=None` reads all. Rows are not
+        consolidated here: the caller sums them together with the run's changes. `with_keys` adds
+        the key columns to a frame of state rows. The touched buckets' files are chosen inside the
+        run's job (`file_reads`), so no job runs to learn the buckets first.
         """
-        files = delta_log.data_files(self.path, self.version, partitions=buckets, partition_column=BUCKET)
-        rows = with_keys(delta_log.read(spark, files, self.stored_schema))
-        if touched is not None and files:
-            keys = touched.select(*[col(k) for k in self.key_columns])
-            cond = None
-            for k in self.key_columns:
-                c = rows[k].eqNullSafe(keys[k])
-                cond = c if cond is None else cond & c
-            rows = rows.join(keys, cond, "left_semi")
-        return rows
+        files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
+        if touched is None:
+            return with_keys(delta_log.read(spark, files, self.stored_schema))
+        bucketed = [f for f in files if f.partition[BUCKET] is not None]
+        rows = delta_log.read(spark, level0(files), self.stored_schema)
+        if bucketed:
+            rows = rows.unionByName(read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched))
+        rows = with_keys(rows)
+        keys = touched.select(*[col(k) for k in self.key_columns])
+        cond = None
+        for k in self.key_columns:
+            c = rows[k].eqNullSafe(keys[k])
+            cond = c if cond is None else cond & c
+        return rows.join(keys, cond, "left_semi")
 
     def stage(self, spark: SparkSession, changes: DataFrame, writer: RunWriter, *,
               expire_before: int | None = None) -> FileActions:
