@@ -15,6 +15,9 @@ the last *complete* run (never a half-applied one):
 - `<relation>__changelog`: every changelog row with `_row_kind` and `_run_id`;
 - `<relation>__batch`: the model's own SQL over its inputs' snapshots as that run read them
   (each changelog consolidated), i.e. what a batch engine says the result should be.
+- `<relation>__batch_on_time`: the same over the snapshots minus the late rows its interval
+  joins recorded (`operators.interval`): the rows Flink's semantics promise. The result lies
+  between the two (`streamjoin.matches_batch`); without late rows they are one.
 
 `publish_input` publishes an input (a dbt source) the same way: a view over its rows now.
 
@@ -36,6 +39,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from sqlglot import exp
 
 from .errors import ConfigError
+from .operators.interval import late_sides
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
@@ -253,9 +257,38 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     _replace_view(spark, relation, _files_select(tables, "result", tables.result, result_version, hidden))
     _replace_view(spark, f"{relation}__changelog",
                   _files_select(tables, "changelog", tables.changelog, changelog_version, ()))
-    snapshots = {name: f"({snapshot_sql(tables, spec, manifest['offsets'][name]['end'])})"
+    snapshots = {name: snapshot_sql(tables, spec, manifest['offsets'][name]['end'])
                  for name, spec in plan.inputs.items()}
-    _replace_view(spark, f"{relation}__batch", replace_relations(sql, relations, snapshots))
+    _replace_view(spark, f"{relation}__batch",
+                  replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}))
+    on_time = on_time_sql(tables, plan, snapshots, version_of_run(tables.late_rows, run_id))
+    _replace_view(spark, f"{relation}__batch_on_time",
+                  replace_relations(sql, relations, {n: f"({s})" for n, s in on_time.items()}))
+
+
+def on_time_sql(tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
+                late_version: int | None) -> dict[str, str]:
+    """Each input's snapshot SQL minus the late rows (as of `late_version` of the late rows table)
+    that the first interval join side reading it recorded (a row late on two sides is one row)."""
+    files = delta_log.data_files(tables.late_rows, late_version) if late_version is not None else []
+    if not files:
+        return dict(snapshots)
+    folder = _link_snapshot(os.path.join(tables.home, "published", "late_rows"), late_version, files)
+    first: dict[str, tuple[str, str]] = {}
+    for join, side, name in late_sides(plan):
+        first.setdefault(name, (join, side))
+    out = dict(snapshots)
+    for name, (join, side) in first.items():
+        columns = ", ".join(f"{q(name)}.{q(c)} AS {q(c)}" for c in plan.inputs[name].column_names)
+        late = (f"SELECT {columns} FROM parquet.{q(folder)} WHERE `_input` = '{_text(name)}' "
+                f"AND `_join` = '{_text(join)}' AND `_side` = '{side}'")
+        out[name] = f"SELECT * FROM ({snapshots[name]}) EXCEPT ALL {late}"
+    return out
+
+
+def _text(value: str) -> str:
+    """A value for a single-quoted Spark SQL string literal."""
+    return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> str:
@@ -375,7 +408,7 @@ def _replace_view(spark: SparkSession, name: str, select: str) -> None:
 
 
 def _drop_views(spark: SparkSession, relation: str) -> None:
-    for name in (relation, f"{relation}__changelog", f"{relation}__batch"):
+    for name in (relation, f"{relation}__changelog", f"{relation}__batch", f"{relation}__batch_on_time"):
         if _table_type(spark, name) == "VIEW":
             spark.sql(f"DROP VIEW {name}")
 

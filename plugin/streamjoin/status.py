@@ -68,6 +68,10 @@ def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:
         manifest, metrics = json.loads(row["manifest"]), json.loads(row["metrics"] or "{}")
         nodes = [m for k, m in metrics.items() if isinstance(m, dict) and k not in ("phases_s", "state_rows")]
         watermarks = [m["watermark"] for m in nodes if m.get("watermark")]
+        late: dict[str, int] = {}
+        for m in nodes:
+            for name, n in (m.get("rows_late") or {}).items():
+                late[name] = late.get(name, 0) + n
         out.append({
             "run": row["run_id"],
             "started (UTC)": dt.datetime.fromtimestamp(manifest["started"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
@@ -78,6 +82,7 @@ def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:
             "keys touched": sum(m.get("touched_keys", 0) for m in nodes),
             "state rows": sum(metrics.get("state_rows", {}).values()),
             "watermark": min(watermarks) if watermarks else "",
+            "late rows": ", ".join(f"{k}={v}" for k, v in late.items() if v) or ("0" if late else ""),
             "seconds": round(sum(metrics.get("phases_s", {}).values()), 1),
         })
     return out
@@ -118,7 +123,8 @@ def orphan_note(tables: ModelTables) -> str:
     """What an orphaned model is and how to remove it."""
     return (f"ORPHANED: the project has no streaming_join model '{tables.model}' (renamed or removed?), so nothing "
             f"runs it. If its results are no longer needed, delete its tables with `rm -r {tables.home}` and drop "
-            f"its views ({tables.model}, {tables.model}__changelog, {tables.model}__batch in its schema) if your "
+            f"its views ({tables.model}, {tables.model}__changelog, {tables.model}__batch, "
+            f"{tables.model}__batch_on_time in its schema) if your "
             "catalog still lists them")
 
 

@@ -24,10 +24,21 @@ whole slices behind alive_from are dropped with remove actions. A slice still pa
 keeps its dead rows until it drops, so a side stores at most one slice of dead rows.
 The watermark, each side's largest event time and alive_from, and the slice width travel
 in the commit metadata of the state tables.
+
+Late rows. A row is *late* when its event time is behind W' = W - allowed_lateness as its run
+began. Only late rows lose pairs, as in Flink: if a partner had left state (or was never kept)
+when the later of the two arrived, that later row's time is below W' (the bound puts it there).
+A late row still joins what state holds when it arrives, so the result lies between the batch
+join over the on-time rows and the batch join over all rows. Each run records its late rows,
+as they were read from their input, in the model's `late_rows` table (`_run_id`, `_join`,
+`_side`, `_input`, and the row as a struct column named after its input), written in the run's
+one write pass, and counts them per input in the run log (`rows_late`); `streamjoin.matches_batch`
+compares the result with both batch joins (see `api.publish`).
 """
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from functools import reduce
@@ -36,11 +47,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ..errors import InputError
-from ..sql.plan import Join, Scan, TimeBound
+from ..sql.plan import Join, JoinPlan, Scan, TimeBound
 from ..storage import delta_log
+from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
@@ -69,6 +81,25 @@ def as_text(us: int | None) -> str | None:
     if us is None:
         return None
     return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+LATE_META = ("_run_id", "_join", "_side", "_input")  # the late rows table's bookkeeping columns
+INPUT_ROW = "_input_row"
+
+
+def late_sides(plan: JoinPlan) -> list[tuple[str, str, str]]:
+    """(join id, side, input) of every interval join side that reads an input, in plan order."""
+    return [(node.id, s.value, scan.input) for node in plan.nodes()
+            if isinstance(node, Join) and node.time_bound is not None
+            for s, scan in ((Side.LEFT, node.left), (Side.RIGHT, node.right)) if isinstance(scan, Scan)]
+
+
+def late_rows_schema(plan: JoinPlan) -> StructType:
+    """The late rows table of a model: bookkeeping, then a struct of declared columns per input
+    an interval join reads (a row fills its own input's)."""
+    inputs = dict.fromkeys(i for _, _, i in late_sides(plan))
+    return StructType([StructField(c, LongType() if c == "_run_id" else StringType()) for c in LATE_META]
+                      + [StructField(i, data_schema(plan.inputs[i])) for i in inputs])
 
 
 @dataclass(frozen=True)
@@ -200,7 +231,8 @@ class IntervalJoin:
         """This run's rows of a side: internal columns, row kind, and whether they pass the scan's filters."""
         scan, spec = self.scans[s], self.specs[s]
         raw = self.executor.changes[scan.input]
-        renamed = self.executor.project(scan, raw, col(spec.op_column).alias("_kind"))
+        row = F.struct(*[col(c) for c in spec.column_names]).alias(INPUT_ROW)  # as read: for the late rows table
+        renamed = self.executor.project(scan, raw, col(spec.op_column).alias("_kind"), row)
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
         return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, micros(col(self.time_column[s])))
 
@@ -324,6 +356,7 @@ class IntervalJoin:
                             {s.value: _us(self.specs[s].watermark_delay) for s in Side}, self.bound, self.lateness_us)
         tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,
                                    x.versions.get(paths[s]), old.slice_us) for s in Side}
+        late = self.stage_late_rows(changes, old)
         arrived = {s: persist(self.new_rows(s, changes[s])) for s in Side}
         new = {s: arrived[s].where(~self.never_matching(s)).withColumn(self.names[s].run, F.lit(x.run_id).cast("long"))
                for s in Side}
@@ -346,7 +379,7 @@ class IntervalJoin:
             actions = tables[s].stage(appends, alive_from, x.writer)
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
         output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
-        self.record(clock, expired, padded)
+        self.record(clock, expired, padded, late)
         return output
 
     def settle(self, s: Side, alive: SparkColumn, table: IntervalState, arrived: DataFrame, new: DataFrame,
@@ -370,15 +403,43 @@ class IntervalJoin:
             col(n.inc).alias(DEGREE), slice_)
         return padded, appends
 
+    def stage_late_rows(self, changes: dict[Side, DataFrame], old: Clock) -> dict[str, list[Future]]:
+        """Stage this run's late rows (see the module docstring) as appends to the model's late rows
+        table, in the write pass; their counts per input, summed in the same pass.
+
+        One model's interval joins share the table and its one commit: the first join of a run
+        stages the write, the next ones add their files to it."""
+        if old.watermark is None:  # no watermark yet: nothing is late
+            return {}
+        x, behind = self.executor, F.lit(old.watermark - self.lateness_us)
+        schema = late_rows_schema(x.plan)
+        path = x.tables.late_rows
+        actions, counts = FileActions(), {}
+        for s in Side:
+            rows = changes[s].where(col("_passes") & (col(self.names[s].time) < behind))
+            meta = [F.lit(x.run_id).cast("long").alias("_run_id"), F.lit(self.node.id).alias("_join"),
+                    F.lit(s.value).alias("_side"), F.lit(self.scans[s].input).alias("_input")]
+            data = [(col(INPUT_ROW) if f.name == self.scans[s].input else F.lit(None)).cast(f.dataType).alias(f.name)
+                    for f in schema.fields[len(LATE_META):]]
+            actions += x.writer.write(rows.select(*meta, *data), path)
+            counts.setdefault(self.scans[s].input, []).append(x.writer.count(rows, F.lit(1)))
+        shared = next((w for w in x.staged if w.path == path), None)
+        if shared is None:
+            x.staged.append(StagedWrite(path, actions, schema, optional=True))
+        else:
+            shared.actions = shared.actions + actions
+        return counts
+
     def default_slice(self) -> int:
         """The slice width of new state: about the time a row stays in state, at least a minute."""
         window = max(self.bound.upper - self.bound.lower, timedelta(0))
         horizon = window + max(spec.watermark_delay for spec in self.specs.values()) + self.executor.plan.config.allowed_lateness
         return _us(max(horizon, MIN_SLICE))
 
-    def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame]) -> None:
-        """Put the run's watermark and its expired and padded row counts (summed in the write pass)
-        into the executor's metrics; the counts are read once the pass has run."""
+    def record(self, clock: Clock, expired: list[DataFrame], padded: list[DataFrame],
+               late: dict[str, list[Future]]) -> None:
+        """Put the run's watermark, its expired and padded row counts and its late rows per input
+        (summed in the write pass) into the executor's metrics; the counts are read once the pass has run."""
         writer = self.executor.writer
         counts = {"expired": [writer.count(e, F.coalesce(col("n"), F.lit(0))) for e in expired],
                   "padded": [writer.count(p, col(WEIGHT)) for p in padded]}
@@ -389,6 +450,7 @@ class IntervalJoin:
                 "rows_expired": sum(f.result() for f in counts["expired"]),
                 "rows_padded": sum(f.result() for f in counts["padded"]),
                 "alive_from": {s: as_text(t) for s, t in clock.alive_from.items()},
+                "rows_late": {name: sum(f.result() for f in fs) for name, fs in late.items()},
             }
 
         self.executor.counted_after_writes.append(fill)

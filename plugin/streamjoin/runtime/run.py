@@ -263,7 +263,7 @@ class Run:
                 written = {w.path: w.actions.result() for w in staged}
                 state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
                               for p in sorted(set(self.tables.state_tables()) | set(written))
-                              if p not in (self.tables.changelog, self.tables.result)}
+                              if p not in (self.tables.changelog, self.tables.result, self.tables.late_rows)}
                 rows_out = result.counted()
                 for count in executor.counted_after_writes:
                     count()

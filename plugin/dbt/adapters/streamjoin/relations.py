@@ -1,10 +1,11 @@
 """What streamjoin knows about a catalog relation without Spark: the dbt node behind it and its columns.
 
 A relation a project names is one of: a source (a Delta changelog, declared in YAML), a
-``streaming_join`` model's result, ``<model>__changelog`` or ``<model>__batch`` (views over the
-model's Delta tables), or anything else (Spark's catalog alone knows it). For the first four the
-columns are read from the declaration or the Delta log with delta-rs, so ``dbt compile`` (a
-generic test that lists a model's columns, a unit test's fixtures) needs no SparkSession.
+``streaming_join`` model's result, ``<model>__changelog``, ``<model>__batch`` or
+``<model>__batch_on_time`` (views over the model's Delta tables), or anything else (Spark's
+catalog alone knows it). For all but the last the columns are read from the declaration or the
+Delta log with delta-rs, so ``dbt compile`` (a generic test that lists a model's columns, a unit
+test's fixtures) needs no SparkSession.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from streamjoin.storage.tables import ModelTables
 from dbt.adapters.streamjoin.model_code import MATERIALIZATION, MODELS_FOLDER
 
 #: Suffixes of the views published next to a model's result, and the model table each reads.
-_MODEL_VIEWS = {"": "result", "__changelog": "changelog", "__batch": "result"}
+_MODEL_VIEWS = {"": "result", "__changelog": "changelog", "__batch": "result", "__batch_on_time": "result"}
 #: Columns of a model's Delta tables its views do not show.
 _HIDDEN = ("_bucket",)
 
@@ -43,7 +44,8 @@ def find_source(manifest: Any, schema: Optional[str], identifier: Optional[str])
 
 def model_table(manifest: Any, schema: Optional[str], identifier: Optional[str], *,
                 state_root: str) -> Optional[str]:
-    """The Delta table behind a ``streaming_join`` model's result, ``__changelog`` or ``__batch`` view."""
+    """The Delta table behind a ``streaming_join`` model's result, ``__changelog``, ``__batch`` or
+    ``__batch_on_time`` view."""
     nodes = [n for n in (getattr(manifest, "nodes", None) or {}).values()
              if n.resource_type == "model" and n.config.materialized == MATERIALIZATION]
     for suffix, table in _MODEL_VIEWS.items():
