@@ -32,6 +32,7 @@ from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan
 from .scope import Binding, Scope
 from .strategy import choose_strategy
 from .subqueries import add_subquery_join, is_subquery_predicate
+from .temporal import AsOf, as_of, bind_temporal, keep_binary, reject_as_of
 from .time_bounds import extract_time_bound
 
 _UNSUPPORTED_CLAUSES = {
@@ -60,6 +61,7 @@ class _Compiler:
         self.used_prefixes: set[str] = set()
         self.prefixes: dict[str, InputSpec] = {}
         self.join_counter = 0
+        self.as_of: dict[str, AsOf] = {}  # join id -> its FOR SYSTEM_TIME AS OF (temporal joins)
 
     # -- errors -----------------------------------------------------------------------------
     def fail(self, message: str, node: exp.Expression | None = None) -> CompileError:
@@ -90,6 +92,7 @@ class _Compiler:
         root, leftover = place_predicates(root, pending, scope, self.fail)
         post_filters.extend(leftover)
         root = extract_time_bound(root, self.prefixes, self.fail)
+        root = bind_temporal(root, self.as_of, self.prefixes, self.fail)
         self.check_equi(root)
         outputs = self.outputs(tree, scope, root)
         plan = JoinPlan(
@@ -101,7 +104,7 @@ class _Compiler:
             filters=tuple(scope.render(f, self.fail) for f in post_filters),
             outputs=tuple(outputs),
         )
-        return choose_strategy(plan, self.fail)
+        return keep_binary(plan, self.fail) if plan.is_temporal else choose_strategy(plan, self.fail)
 
     # -- checks -----------------------------------------------------------------------------
     def check_select(self, select: exp.Select, *, top: bool) -> None:
@@ -162,6 +165,7 @@ class _Compiler:
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
             raise self.fail("a streaming join needs a FROM clause", select)
+        reject_as_of(from_.this, self.fail)
         node: Node = self.bind(from_.this, scope)
         pending: list[exp.Expression] = []
         for join in select.args.get("joins") or []:
@@ -183,6 +187,7 @@ class _Compiler:
                 join_type = JoinType.INNER
             else:
                 raise self.fail(f"{kind} JOIN is not supported", join)
+            time = as_of(join.this, self.fail)
             right = self.bind(join.this, scope)
             on_parts: list[exp.Expression] = []
             if join.args.get("using"):
@@ -193,6 +198,8 @@ class _Compiler:
             if not on_parts:
                 raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: a streaming join needs an equi-condition", join)
             node = self.join_with(node, right, join_type, on_parts, scope, join)
+            if time is not None:
+                self.as_of[node.id] = AsOf(scope.render(time, self.fail), join)
         return node, pending
 
     def using_column(self, name: str, left: Node, scope: Scope, where: exp.Expression) -> exp.Column:

@@ -93,6 +93,18 @@ class TimeBound:
 
 
 @dataclass(frozen=True)
+class TemporalSpec:
+    """An event-time temporal join's times: the left (probe) side's event time, `FOR SYSTEM_TIME AS
+    OF` it, selects the right (versioned) side's version by the right side's event time."""
+
+    probe_time: str  # internal name (unquoted) of the probe's event time column
+    version_time: str  # internal name (unquoted) of the versioned side's event time column
+
+    def __str__(self) -> str:
+        return f"FOR SYSTEM_TIME AS OF {self.probe_time} (versions by {self.version_time})"
+
+
+@dataclass(frozen=True)
 class Join:
     """A binary join node with its own state for each of its two inputs."""
 
@@ -104,6 +116,7 @@ class Join:
     residual: str | None = None
     null_aware: bool = False  # NOT IN semantics for a single-key anti join
     time_bound: TimeBound | None = None  # set for interval joins
+    temporal: TemporalSpec | None = None  # set for event-time temporal joins (right side: the versions)
 
     @property
     def output_columns(self) -> tuple[str, ...]:
@@ -186,6 +199,10 @@ class JoinPlan:
     def is_interval(self) -> bool:
         return any(isinstance(n, Join) and n.time_bound is not None for n in self.nodes())
 
+    @property
+    def is_temporal(self) -> bool:
+        return any(isinstance(n, Join) and n.temporal is not None for n in self.nodes())
+
     def explain(self) -> str:
         """A readable outline of the plan, used in the generated code and the run log."""
         lines = [f"model {self.model}"]
@@ -205,7 +222,10 @@ class JoinPlan:
                 extra = f" residual {node.residual}" if node.residual else ""
                 if node.time_bound:
                     extra += f" interval {node.time_bound}"
+                if node.temporal:
+                    extra += f" {node.temporal}"
                 kind = f"{node.join_type.value}{' null-aware' if node.null_aware else ''}"
+                kind += " event-time temporal" if node.temporal else ""
                 lines.append(f"{pad}{kind} join {node.id} ON {keys}{extra}")
                 walk(node.left, depth + 1)
                 walk(node.right, depth + 1)

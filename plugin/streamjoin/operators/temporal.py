@@ -1,0 +1,279 @@
+"""The event-time temporal join, with Flink's TemporalRowTimeJoinOperator semantics, in bulk.
+
+`FROM p [LEFT] JOIN v FOR SYSTEM_TIME AS OF p.time AS v ON p.k = v.k [AND residual]`: the
+left input is append-only (the probes), the right input is versioned. The versioned input's
+changelog is read as Flink's operator reads it: per key (the join key), each change is an
+*entry* at its event time — `+I`/`+U` a version valid from that time, `-D` a deletion from
+that time — and a later entry at the same key and time replaces the earlier one (in arrival
+order: a later run, then the order within the run). `-U` is ignored: Flink's planner drops
+UPDATE_BEFORE on the versioned side, and the `+U` that follows carries the new version.
+
+Per run:
+
+1. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen -
+   its watermark_delay)); unset until both inputs have seen a row.
+2. Every probe whose time is <= W and that has not been emitted — stored ones and this run's,
+   late ones included — selects the entry of its key with the largest time <= its own among
+   the versions state holds plus this run's entries. It joins that version when there is one,
+   it is not a deletion and the residual holds; otherwise it is null-padded under LEFT JOIN
+   (dropped under INNER). Output is append-only: a probe is emitted once.
+3. Versions no future on-time probe can select leave state: per key, the last entry at or
+   before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
+   stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
+
+State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
+a run reads them all (they are the probes inside the watermark delay) and ignores those at or
+behind the previous watermark, which earlier runs emitted. `<join>_versions` holds entries
+(`_run`, `_pos` the place in the run, `_deleted`). Runs append their new rows; once a table
+holds `COMPACT_AT` files, the run rewrites it with its live rows only (pending probes; the
+versions that stay), so each table stays bounded by what the watermark horizon keeps plus a
+few runs of appends. The clock (watermark, each input's largest event time) travels in the
+commit metadata of both tables.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+
+from ..errors import InputError
+from ..sql.plan import Join, Scan, TemporalSpec
+from ..storage import delta_log
+from ..storage.formats import ORDER
+from ..storage.writes import FileActions, StagedWrite
+from ..types import RowKind, Side
+from ..zset import WEIGHT, col, consolidate
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
+    from .regular import JoinSide
+
+META_KEY = "streamjoin.temporal"
+RUN, POS, DELETED = "_run", "_pos", "_deleted"
+PTIME, VTIME, PID = "_p_time", "_v_time", "_p_id"
+COMPACT_AT = 8  # files in a state table that make the run rewrite it with its live rows
+US = timedelta(microseconds=1)
+PROBE, VERSIONS = "probe", "versions"
+
+
+def micros(c: SparkColumn) -> SparkColumn:
+    """An event time as microseconds since the epoch (UTC)."""
+    return F.unix_micros(c.cast("timestamp"))
+
+
+def as_text(us: int | None) -> str | None:
+    """Microseconds since the epoch as UTC timestamp text, for the run log."""
+    if us is None:
+        return None
+    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The timing a temporal join carries from run to run (microseconds since the epoch)."""
+
+    watermark: int | None = None
+    max_time: dict[str, int | None] = field(default_factory=lambda: {PROBE: None, VERSIONS: None})
+
+    def metadata(self) -> dict[str, str]:
+        return {META_KEY: json.dumps({"watermark": self.watermark, "watermark_utc": as_text(self.watermark),
+                                      "max_time": self.max_time})}
+
+    @classmethod
+    def load(cls, path: str, version: int | None) -> "Clock":
+        raw = delta_log.latest_metadata(path, META_KEY, version) if version is not None else None
+        if not raw:
+            return cls()
+        body = json.loads(raw)
+        return cls(watermark=body["watermark"], max_time=body["max_time"])
+
+    def advance(self, run_max: dict[str, int | None], delays: dict[str, int]) -> "Clock":
+        """The clock after a run whose inputs' largest event times were `run_max`."""
+        max_time = {s: max((t for t in (self.max_time[s], run_max[s]) if t is not None), default=None)
+                    for s in self.max_time}
+        watermark = self.watermark
+        if all(t is not None for t in max_time.values()):
+            candidate = min(max_time[s] - delays[s] for s in max_time)  # type: ignore[operator]
+            watermark = candidate if watermark is None else max(watermark, candidate)
+        return replace(self, watermark=watermark, max_time=max_time)
+
+    def horizon(self, lateness_us: int) -> int | None:
+        """The time at or before which only the last entry per key stays in state."""
+        return None if self.watermark is None else self.watermark - lateness_us
+
+
+class TemporalJoin:
+    """One run of an event-time temporal join node."""
+
+    def __init__(self, executor: "Executor", node: Join) -> None:
+        self.x = executor
+        self.node = node
+        self.spec: TemporalSpec = node.temporal  # type: ignore[assignment]
+        sides = executor.join_sides(node)
+        self.probe: JoinSide = sides[Side.LEFT]
+        self.versions: JoinSide = sides[Side.RIGHT]
+        self.scans: dict[str, Scan] = {PROBE: node.left, VERSIONS: node.right}  # type: ignore[dict-item]
+        self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
+        self.model = executor.plan.model
+        self.lateness_us = executor.plan.config.allowed_lateness // US
+        self.paths = {PROBE: executor.tables.state(f"{node.id}_probes"),
+                      VERSIONS: executor.tables.state(f"{node.id}_versions")}
+        self.table_versions = {s: executor.versions.get(p) for s, p in self.paths.items()}
+        self.schemas = {
+            PROBE: StructType(list(self.probe.schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]),
+            VERSIONS: StructType(list(self.versions.schema.fields) + [
+                StructField(RUN, LongType()), StructField(POS, LongType()), StructField(DELETED, BooleanType())]),
+        }
+
+    # -- this run's rows ------------------------------------------------------------------------
+    def changes(self, s: str) -> DataFrame:
+        """An input's rows of this run as the scan sees them, with row kind and place in the run."""
+        spec, raw = self.inputs[s], self.x.changes[self.inputs[s].name]
+        if ORDER in raw.columns:  # upsert: (file ordinal, row) in the Delta log
+            pos = col(ORDER)["_ordinal"] * F.lit(1 << 40) + col(ORDER)["_row"]
+        else:  # rows of one file keep their order; files in the order Spark reads them
+            pos = F.monotonically_increasing_id()
+        return self.x.project(self.scans[s], raw.withColumn(POS, pos.cast("long")),
+                              col(spec.op_column).alias("_kind"), col(POS))
+
+    def statistics(self, probes: DataFrame, versions: DataFrame) -> dict[str, dict]:
+        """In one Spark job: each input's largest event time this run, and the probe's retractions."""
+        not_insert = col("_kind") != RowKind.INSERT.value
+        parts = [probes.agg(F.lit(PROBE).alias("s"), F.max(micros(col(self.spec.probe_time))).alias("max_time"),
+                            F.count_if(not_insert).alias("retractions")),
+                 versions.agg(F.lit(VERSIONS).alias("s"), F.max(micros(col(self.spec.version_time))).alias("max_time"),
+                              F.lit(0).cast("long").alias("retractions"))]
+        return {r["s"]: r.asDict() for r in reduce(DataFrame.unionByName, parts).collect()}
+
+    def reject_retractions(self, probes: DataFrame, n: int) -> None:
+        rows = probes.where(col("_kind") != RowKind.INSERT.value).limit(3).select(
+            col("_kind"), F.to_json(F.struct(*[col(c).alias(c.split("__", 1)[-1]) for c in self.probe.columns])).alias("row")
+        ).collect()
+        examples = "; ".join(f"{r['_kind']} {r['row']}" for r in rows)
+        raise InputError(
+            f"the probe side of an event-time temporal join must be append-only, as in Flink: {n} change(s) of kind "
+            f"-U/+U/-D reached the temporal join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog "
+            "(only +I rows, or changelog_format 'append'), or make it the versioned side",
+            model=self.model, input_name=self.inputs[PROBE].name)
+
+    # -- state ----------------------------------------------------------------------------------
+    def stored(self, s: str) -> tuple[list[delta_log.DataFile], DataFrame]:
+        files = delta_log.data_files(self.paths[s], self.table_versions[s])
+        return files, delta_log.read(self.x.spark, files, self.schemas[s])
+
+    def resolve(self, entries: DataFrame) -> DataFrame:
+        """Per key and time, the entry that arrived last (it replaced the others)."""
+        by = Window.partitionBy(*[col(k) for k in self.versions.key_columns], col(VTIME)).orderBy(
+            col(RUN).desc(), col(POS).desc())
+        return entries.withColumn("_n", F.row_number().over(by)).where(col("_n") == 1).drop("_n")
+
+    def clean(self, entries: DataFrame, horizon: int | None) -> DataFrame:
+        """The entries that stay once the horizon is `horizon`: per key, the last one at or before
+        it and every later one (the others no on-time probe can select any more)."""
+        if horizon is None:
+            return entries
+        h = F.lit(horizon)
+        last = F.max(F.when(col(VTIME) <= h, col(VTIME))).over(Window.partitionBy(*[col(k) for k in self.versions.key_columns]))
+        return entries.withColumn("_last", last).where((col(VTIME) > h) | (col(VTIME) == col("_last"))).drop("_last")
+
+    # -- the join -------------------------------------------------------------------------------
+    def select_versions(self, due: DataFrame, entries: DataFrame) -> DataFrame:
+        """Each due probe (with `_p_id`) and the entry of its key it selects (NULL columns when none)."""
+        conds = [due[a] == entries[b] for a, b in zip(self.probe.key_columns, self.versions.key_columns)]
+        cond = reduce(lambda a, b: a & b, conds) & (entries[VTIME] <= due[PTIME])
+        candidates = due.join(entries, cond, "left")
+        latest = Window.partitionBy(col(PID)).orderBy(col(VTIME).desc_nulls_last())
+        return candidates.withColumn("_n", F.row_number().over(latest)).where(col("_n") == 1).drop("_n")
+
+    def run(self) -> DataFrame:
+        x, persist = self.x, self.x.persist
+        probes = persist(self.changes(PROBE))
+        incoming = persist(self.changes(VERSIONS))
+        stats = self.statistics(probes, incoming)
+        if stats[PROBE]["retractions"]:
+            self.reject_retractions(probes, stats[PROBE]["retractions"])
+        old = Clock.load(self.paths[PROBE], self.table_versions[PROBE])
+        clock = old.advance({s: stats[s]["max_time"] for s in (PROBE, VERSIONS)},
+                            {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
+        w_old, w_new = old.watermark, clock.watermark
+
+        # probes: this run's (after the scan's filters) and the stored ones not yet emitted
+        passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in self.scans[PROBE].filters],
+                        F.lit(True))
+        arrived = consolidate(probes.where(passes).withColumn(WEIGHT, F.lit(1).cast("long")), self.probe.columns)
+        arrived = arrived.withColumn(RUN, F.lit(x.run_id).cast("long"))
+        probe_files, stored_probes = self.stored(PROBE)
+        if w_old is not None:
+            stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > F.lit(w_old))
+        cols = [*self.probe.columns, RUN, WEIGHT]
+        pending = persist(stored_probes.select(*cols).unionByName(arrived.select(*cols))
+                          .withColumn(PTIME, micros(col(self.spec.probe_time))))
+        is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
+
+        # versions: the stored entries that stay (as of the last run), overlaid with this run's
+        version_files, stored_entries = self.stored(VERSIONS)
+        entries_cols = [*self.versions.columns, RUN, POS, DELETED]
+        with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
+        kept = self.clean(self.resolve(with_time(stored_entries)), old.horizon(self.lateness_us))
+        new_entries = with_time(incoming.where(col("_kind") != RowKind.UPDATE_BEFORE.value).select(
+            *[col(c) for c in self.versions.columns], F.lit(x.run_id).cast("long").alias(RUN), col(POS),
+            (col("_kind") == RowKind.DELETE.value).alias(DELETED))).where(~self.versions.null_key())
+        entries = persist(self.resolve(kept.unionByName(new_entries)))
+
+        # emit the due probes
+        due = self.probe.with_keys(pending.where(is_due)).withColumn(PID, F.monotonically_increasing_id())
+        due = persist(due)
+        chosen = self.select_versions(due, entries)
+        found = col(VTIME).isNotNull() & ~col(DELETED)
+        if self.node.residual:
+            found = found & F.coalesce(F.expr(self.node.residual), F.lit(False))
+        out_cols = [*self.probe.columns, *self.versions.columns]
+        matched = chosen.where(found).select(*[col(c) for c in out_cols], col(WEIGHT))
+        outputs = [matched]
+        padded = chosen.where(~found)
+        if self.node.join_type.preserves(Side.LEFT):
+            nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in self.versions.schema.fields]
+            outputs.append(padded.select(*[col(c) for c in self.probe.columns], *nulls, col(WEIGHT)))
+        output = persist(consolidate(reduce(DataFrame.unionByName, outputs), out_cols))
+
+        # state
+        horizon = clock.horizon(self.lateness_us)
+        still = pending.where(~is_due).select(*cols)
+        waiting = arrived.withColumn(PTIME, micros(col(self.spec.probe_time))).where(~is_due).select(*cols)
+        self.stage(PROBE, probe_files, waiting, still, clock)
+        self.stage(VERSIONS, version_files, new_entries.select(*entries_cols),
+                   self.clean(entries, horizon).select(*entries_cols), clock)
+        self.record(clock, due, padded)
+        return output
+
+    def stage(self, s: str, files: list[delta_log.DataFile], appends: DataFrame, live: DataFrame, clock: Clock) -> None:
+        """Append this run's rows, or, once the table holds `COMPACT_AT` files, rewrite it with `live`."""
+        writer = self.x.writer
+        if len(files) >= COMPACT_AT:
+            actions: FileActions = writer.write(live, self.paths[s]) + delta_log.remove_actions(files, self.paths[s])
+        else:
+            actions = writer.write(appends, self.paths[s])
+        self.x.staged.append(StagedWrite(self.paths[s], actions, self.schemas[s], (), clock.metadata()))
+
+    def record(self, clock: Clock, due: DataFrame, padded: DataFrame) -> None:
+        """The run's watermark and its emitted and unmatched probe counts (summed in the write pass)."""
+        writer = self.x.writer
+        counts = {"probes_emitted": writer.count(due, col(WEIGHT)), "probes_unmatched": writer.count(padded, col(WEIGHT))}
+
+        def fill() -> None:
+            self.x.metrics[self.node.id] = {"operator": "event-time temporal join", "watermark": as_text(clock.watermark),
+                                            **{k: f.result() for k, f in counts.items()}}
+
+        self.x.counted_after_writes.append(fill)
+
+
+def run_temporal_join(executor: "Executor", node: Join) -> DataFrame:
+    """The output change of an event-time temporal join node for this run (append-only)."""
+    return TemporalJoin(executor, node).run()

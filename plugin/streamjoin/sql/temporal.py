@@ -1,0 +1,156 @@
+"""Recognise an event-time temporal join: `JOIN versions FOR SYSTEM_TIME AS OF probe.time AS v`.
+
+Flink's syntax: the left (probe) input is append-only and declares an `event_time`; the right
+input is versioned: it declares a `unique_key` (the key of its versions) and an `event_time`
+(when each version starts), and the equalities of the ON condition must cover that key.
+Every other condition on the versioned side is checked against the version a probe row
+selects (so a right-only filter is a residual, never pushed below the join: filtering
+versions before selecting one would select another version). Only INNER and LEFT joins
+exist, as in Flink. Anything else fails here, naming the join and the fix.
+
+>>> from streamjoin.sql.compiler import compile_sql
+>>> from streamjoin.spec import InputSpec
+>>> orders = InputSpec.from_dict("orders", {"columns": [["id", "int"], ["cur", "string"], ["ts", "timestamp"]],
+...                                         "event_time": "ts"})
+>>> rates = InputSpec.from_dict("rates", {"columns": [["cur", "string"], ["rate", "double"], ["ts", "timestamp"]],
+...                                       "unique_key": ["cur"], "event_time": "ts"})
+>>> sql = "SELECT o.id, r.rate FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
+>>> plan = compile_sql("m", sql, {"orders": orders, "rates": rates})
+>>> print(plan.root.temporal)
+FOR SYSTEM_TIME AS OF o__ts (versions by r__ts)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
+
+from sqlglot import exp
+
+from ..errors import CompileError
+from ..spec import InputSpec
+from ..types import JoinType, q
+from .plan import Join, JoinPlan, Node, Scan, TemporalSpec, internal_name
+
+_TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
+_APPEND_FORMATS = ("append", "changelog", "cdf")  # may hold only inserts (checked per run)
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """A `FOR SYSTEM_TIME AS OF` clause of one join: its time, rendered, and where it stands."""
+
+    time: str  # Spark SQL over internal names
+    node: exp.Expression  # the JOIN, to locate errors
+
+
+def as_of(table: exp.Expression, fail: Callable[..., CompileError]) -> exp.Expression | None:
+    """The time of a `FOR SYSTEM_TIME AS OF <time>` on a joined table (removed from it), or None."""
+    version = table.args.get("version") if isinstance(table, exp.Table) else None
+    if version is None:
+        return None
+    kind = str(version.args.get("kind") or "").upper()
+    if str(version.name).upper() != "TIMESTAMP" or kind != "AS OF":
+        raise fail(f"{version.sql('spark')} is not supported: an event-time temporal join reads "
+                   "FOR SYSTEM_TIME AS OF <probe event time>", version)
+    table.set("version", None)
+    return version.expression
+
+
+def reject_as_of(table: exp.Expression, fail: Callable[..., CompileError]) -> None:
+    """A versioned input in FROM has no probe side: fail naming the fix."""
+    if isinstance(table, exp.Table) and table.args.get("version") is not None:
+        raise fail(f"FOR SYSTEM_TIME AS OF on {table.name} in FROM: the versioned input of a temporal join is the "
+                   "right side of a JOIN; write FROM <probe input> [LEFT] JOIN "
+                   f"{table.name} FOR SYSTEM_TIME AS OF <probe>.<event time> AS ... ON ...", table)
+
+
+def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str, InputSpec],
+                  fail: Callable[..., CompileError]) -> Node:
+    """Mark every join that has a `FOR SYSTEM_TIME AS OF` clause as an event-time temporal join,
+    checking what Flink requires of it (every problem of a join in one error)."""
+    if not isinstance(node, Join):
+        return node
+    node = replace(node, left=bind_temporal(node.left, clauses, prefixes, fail),
+                   right=bind_temporal(node.right, clauses, prefixes, fail))
+    clause = clauses.get(node.id)
+    if clause is None:
+        return node
+    problems = _problems(node, clause, prefixes)
+    if problems:
+        probe = ", ".join(sorted(node.left.aliases))
+        versions = ", ".join(sorted(node.right.aliases))
+        raise fail(f"the temporal join of {probe} with versioned {versions} (FOR SYSTEM_TIME AS OF): "
+                   + "; ".join(problems), clause.node)
+    right: Scan = node.right  # type: ignore[assignment]
+    spec = prefixes[right.alias]
+    residual = [*right.filters, *([node.residual] if node.residual else [])]  # checked on the selected version
+    return replace(node, right=replace(right, filters=()),
+                   residual=" AND ".join(f"({r})" for r in residual) if residual else None,
+                   temporal=TemporalSpec(probe_time=clause.time.strip("`"),
+                                         version_time=internal_name(right.alias, _column(spec, spec.event_time))))
+
+
+def _column(spec: InputSpec, name: str | None) -> str:
+    """The input's own spelling of a column named case-insensitively."""
+    return next((c for c in spec.column_names if name and c.lower() == name.lower()), name or "")
+
+
+def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> list[str]:
+    problems: list[str] = []
+    if node.join_type not in (JoinType.INNER, JoinType.LEFT):
+        problems.append(f"a {node.join_type.value.upper()} temporal join is not supported; Flink has INNER and LEFT "
+                        "temporal joins only (write the probe input first: FROM probe [LEFT] JOIN versions FOR "
+                        "SYSTEM_TIME AS OF ...)")
+    if node.time_bound is not None:
+        problems.append("its ON condition also bounds the two event times (an interval join); drop those time "
+                        "conditions or the FOR SYSTEM_TIME AS OF clause")
+    probe, versions = node.left, node.right
+    if not isinstance(probe, Scan):
+        problems.append("the probe side is the result of another join; a temporal join probes with one input "
+                        "(or a derived table over one): join the versions first, then the other inputs")
+    else:
+        spec = prefixes[probe.alias]
+        if spec.event_time is None:
+            problems.append(f"the probe input '{spec.name}' declares no event_time; declare it (the column "
+                            "FOR SYSTEM_TIME AS OF names)")
+        elif clause.time != q(internal_name(probe.alias, _column(spec, spec.event_time))):
+            problems.append(f"FOR SYSTEM_TIME AS OF must name the probe's event time {probe.alias}.{spec.event_time}, "
+                            f"not {clause.time.replace('`', '')}")
+        if spec.changelog_format not in _APPEND_FORMATS:
+            problems.append(f"the probe input '{spec.name}' has changelog_format '{spec.changelog_format}', which "
+                            "updates and deletes rows; the probe side must be append-only, as in Flink (declare "
+                            "an insert-only changelog, e.g. 'append')")
+    if not isinstance(versions, Scan) or versions.derived:
+        problems.append("the versioned side must be a declared input, not a derived table or a join")
+        return problems
+    spec = prefixes[versions.alias]
+    if not spec.unique_key:
+        problems.append(f"the versioned input '{spec.name}' declares no unique_key; declare the key of its "
+                        "versions (e.g. unique_key: [currency])")
+    if spec.event_time is None:
+        problems.append(f"the versioned input '{spec.name}' declares no event_time; declare the column that says "
+                        "from when each version is valid")
+    elif spec.column_type(spec.event_time).lower() not in _TIMESTAMP_TYPES:
+        problems.append(f"the versioned input '{spec.name}' has event_time '{spec.event_time}' of type "
+                        f"{spec.column_type(spec.event_time)}; declare it as timestamp")
+    if not node.keys:
+        problems.append("its ON condition has no equality between the two sides; add one on the versioned "
+                        "input's unique key (e.g. ON o.currency = r.currency)")
+    if any(k.null_safe for k in node.keys):
+        problems.append("a null-safe key (<=> / IS NOT DISTINCT FROM) is not supported: a version's key is never "
+                        "NULL; use =")
+    keyed = {k.right.strip("`").lower() for k in node.keys}
+    missing = [u for u in spec.unique_key if internal_name(versions.alias, _column(spec, u)).lower() not in keyed]
+    if spec.unique_key and node.keys and missing:
+        problems.append(f"the versioned input's unique_key column(s) {', '.join(missing)} are not equated with the "
+                        f"probe side in ON; as in Flink, the ON equalities must cover the key of the versions "
+                        f"(add {' AND '.join(f'<probe expression> = {versions.alias}.{m}' for m in missing)})")
+    return problems
+
+
+def keep_binary(plan: JoinPlan, fail: Callable[..., CompileError]) -> JoinPlan:
+    """A model with a temporal join runs as binary joins (no multi-way operator selects versions)."""
+    if plan.config.join_strategy == "multi":
+        raise fail("join_strategy 'multi' cannot include an event-time temporal join (FOR SYSTEM_TIME AS OF); "
+                   "use join_strategy 'auto' or 'binary'")
+    return replace(plan, notes=plan.notes + ("binary joins, because the model has an event-time temporal join",))
