@@ -26,7 +26,7 @@ all of run k's rows and before run k+1's. See README.md for where Flink still di
 >>> plan = plan_case({"name": "c", "inputs": {"t": {"columns": [["x", "int"]]}},
 ...                   "sql": "SELECT x FROM t", "runs": [{"changes": {"t": [["+I", [1]]]}}]})
 >>> plan.source_rows
-(SourceRow(kind='+I', tag='t', values=('1',), event_time='1970-01-01 00:00:00', watermark=None),)
+(SourceRow(kind='+I', tag='t', values=('1',), event_time='1970-01-01 00:00:00', watermark=None, heartbeat=False),)
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ class InputPlan:
     columns: tuple[tuple[str, str], ...]  # (column, Flink SQL type)
     event_time: str | None
     delay_ms: int
+    unique_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class SourceRow:
     values: tuple[str | None, ...]
     event_time: str  # the rowtime of the shared source (a constant for inputs without one)
     watermark: str | None  # the watermark to emit after this row, or None
+    heartbeat: bool = False  # a row that only carries a watermark (per-input sources), not data
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class CasePlan:
     insert_only: bool
     options: tuple[tuple[str, str], ...]  # Flink configuration derived from `config`
     notes: tuple[str, ...]  # config keys with no Flink counterpart, and similar
+    versioned: tuple[str, ...] = ()  # inputs read FOR SYSTEM_TIME AS OF: one source per input (see below)
 
 
 def flink_type(spark_type: str) -> str:
@@ -195,7 +198,8 @@ def plan_case(case: dict[str, Any]) -> CasePlan:
         except CasePlanError as e:
             problems.append(f"input {input_name}: {e}")
             delay = 0
-        inputs.append(InputPlan(input_name, tuple(columns), event_time, delay))
+        key = spec.get("unique_key") or ()
+        inputs.append(InputPlan(input_name, tuple(columns), event_time, delay, (key,) if isinstance(key, str) else tuple(key)))
     if not inputs:
         problems.append("the case has no inputs")
     if not isinstance(case.get("sql"), str):
@@ -207,6 +211,7 @@ def plan_case(case: dict[str, Any]) -> CasePlan:
     watermark: dt.datetime | None = None
     event_inputs = [i for i in inputs if i.event_time is not None]
     notes: list[str] = []
+    versioned = versioned_inputs(case.get("sql") or "", [i.name for i in inputs])
     for run_no, run in enumerate(case.get("runs") or []):
         if "expect_error" in run:
             # The run must fail and change nothing, so Flink never sees its changes.
@@ -245,8 +250,11 @@ def plan_case(case: dict[str, Any]) -> CasePlan:
             candidate = min(max_seen[i.name] - dt.timedelta(milliseconds=i.delay_ms) for i in event_inputs)
             if watermark is None or candidate > watermark:
                 watermark = candidate
-                rows[-1] = SourceRow(rows[-1].kind, rows[-1].tag, rows[-1].values, rows[-1].event_time,
-                                     format_timestamp(watermark))
+                if versioned:  # one source per input: each carries the watermark on a row of its own
+                    rows.extend(_heartbeat(i, format_timestamp(watermark)) for i in inputs)
+                else:
+                    rows[-1] = SourceRow(rows[-1].kind, rows[-1].tag, rows[-1].values, rows[-1].event_time,
+                                         format_timestamp(watermark))
     options, config_notes = _flink_options(case.get("config") or {})
     if problems:
         raise CasePlanError(f"case {name}: " + "; ".join(problems))
@@ -261,4 +269,38 @@ def plan_case(case: dict[str, Any]) -> CasePlan:
         insert_only=all(r.kind == "+I" for r in rows),
         options=options,
         notes=(*config_notes, *notes),
+        versioned=versioned,
     )
+
+
+_SYSTEM_TIME = re.compile(r"`?(\w+)`?\s+FOR\s+SYSTEM_TIME\s+AS\s+OF", re.IGNORECASE)
+#: Key values of heartbeat rows of a versioned input: a key no probe row has.
+HEARTBEAT_KEYS = {"INT": "-2147483648", "BIGINT": "-9223372036854775808", "STRING": "__streamjoin_heartbeat__"}
+
+
+def versioned_inputs(sql: str, names: list[str]) -> tuple[str, ...]:
+    """The inputs an event-time temporal join reads FOR SYSTEM_TIME AS OF.
+
+    Flink needs such an input to be a table with a primary key and a rowtime, and forbids a filter
+    between it and the join; so a case with one gets one changelog source per input (the versioned
+    ones declaring their `unique_key` as primary key), and each run's watermark reaches every source
+    on a heartbeat row: filtered out of a probe input, a version of a key no probe has on a
+    versioned one.
+
+    >>> versioned_inputs("SELECT * FROM o JOIN rates FOR SYSTEM_TIME AS OF o.t AS r ON o.c = r.c", ["o", "rates"])
+    ('rates',)
+    """
+    found = {m.group(1).lower() for m in _SYSTEM_TIME.finditer(sql)}
+    return tuple(n for n in names if n.lower() in found)
+
+
+def _heartbeat(spec: InputPlan, watermark: str) -> SourceRow:
+    values = []
+    for column, flink_type in spec.columns:
+        if column == spec.event_time:
+            values.append(watermark)
+        elif column in spec.unique_key:
+            values.append(HEARTBEAT_KEYS.get(flink_type))
+        else:
+            values.append(None)
+    return SourceRow("+I", spec.name, tuple(values), watermark, watermark, heartbeat=True)

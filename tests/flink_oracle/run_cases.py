@@ -116,6 +116,9 @@ class FlinkSession:
 
         kinds = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER,
                  "-D": RowKind.DELETE}
+        if plan.versioned:
+            self._register_per_input(env, t_env, plan, kinds)
+            return self._query(t_env, plan)
         value_cols = [f"__v{i}" for i in range(plan.width)]
         raw_cols = ["__tag", *value_cols, "__et", "__wm"]
         records = []
@@ -149,7 +152,72 @@ class FlinkSession:
                 f"SELECT {', '.join(select)} FROM `__streamjoin_source` WHERE `__tag` = '{tag}'"
             )
             t_env.create_temporary_view(f"`{spec.name}`", view)
+        return self._query(t_env, plan)
 
+    def _register_per_input(self, env: Any, t_env: Any, plan: CasePlan, kinds: dict[str, Any]) -> None:
+        """One changelog source per input (a case with a temporal join, see case_plan.versioned_inputs):
+        key columns of a versioned input typed and declared as its primary key, the rest as text cast
+        back in the input's view; heartbeat rows carry the run's watermark."""
+        from pyflink.common import Row, Types
+        from pyflink.table import ChangelogMode, DataTypes, Schema
+
+        typed = {"INT": (Types.INT(), DataTypes.INT(), int), "BIGINT": (Types.LONG(), DataTypes.BIGINT(), int),
+                 "STRING": (Types.STRING(), DataTypes.STRING(), str)}
+        for spec in plan.inputs:
+            versioned = spec.name in plan.versioned
+            keys = spec.unique_key if versioned else ()
+            names, infos, fields = [], [], []
+            for i, (col, flink_type) in enumerate(spec.columns):
+                if col in keys:
+                    if flink_type not in typed:
+                        raise FlinkCaseError(f"input {spec.name}: key column {col} of type {flink_type} is not "
+                                             f"one the oracle can declare as a primary key ({', '.join(typed)})")
+                    info, dtype, _ = typed[flink_type]
+                    names.append(col)
+                    infos.append(info)
+                    fields.append((col, dtype.not_null()))
+                else:
+                    names.append(f"__v{i}")
+                    infos.append(Types.STRING())
+                    fields.append((f"__v{i}", DataTypes.STRING()))
+            names += ["__et", "__wm", "__hb"]
+            infos += [Types.STRING(), Types.STRING(), Types.BOOLEAN()]
+            fields += [("__et", DataTypes.STRING()), ("__wm", DataTypes.STRING()), ("__hb", DataTypes.BOOLEAN())]
+            records = []
+            mine = [r for r in plan.source_rows if r.tag == spec.name]
+            for row in mine:
+                values = [typed[t][2](v) if c in keys and v is not None else v
+                          for (c, t), v in zip(spec.columns, row.values)]
+                record = Row(*values, row.event_time, row.watermark, row.heartbeat)
+                record.set_row_kind(kinds[row.kind])
+                records.append(record)
+            stream = env.from_collection(records, type_info=Types.ROW_NAMED(names, infos))
+            schema = Schema.new_builder()
+            for name, dtype in fields:
+                schema = schema.column(name, dtype)
+            schema = schema.column_by_expression("__rowtime", f"CAST(`__et` AS {ROWTIME_TYPE})")
+            schema = schema.watermark("__rowtime", f"CAST(`__wm` AS {ROWTIME_TYPE})")
+            if keys:
+                schema = schema.primary_key(*keys)
+            insert_only = all(r.kind == "+I" for r in mine)
+            source = t_env.from_changelog_stream(stream, schema.build(),
+                                                 ChangelogMode.insert_only() if insert_only else ChangelogMode.all())
+            t_env.create_temporary_view(f"`__source_{spec.name}`", source)
+            select = []
+            for i, (col, flink_type) in enumerate(spec.columns):
+                if col == spec.event_time:
+                    select.append(f"`__rowtime` AS `{col}`")
+                elif col in keys:
+                    select.append(f"`{col}`")
+                else:
+                    select.append(f"CAST(`__v{i}` AS {flink_type}) AS `{col}`")
+            # Flink forbids a filter on a versioned input: its heartbeats stay, as versions of a key no probe has
+            where = "" if versioned else " WHERE NOT `__hb`"
+            t_env.create_temporary_view(
+                f"`{spec.name}`", t_env.sql_query(f"SELECT {', '.join(select)} FROM `__source_{spec.name}`{where}"))
+
+    def _query(self, t_env: Any, plan: CasePlan) -> tuple[Any, str | None]:
+        """The case's query over its registered inputs (rewritten with sqlglot if Flink rejects it)."""
         try:
             return t_env.sql_query(plan.sql), None
         except Exception as original_error:  # Flink rejected the SQL as written
