@@ -36,6 +36,29 @@ where {{ where }}
 {%- endmacro %}
 
 
+{#-- temporal_join: an event-time temporal join, as Flink writes it. Each row of `left` (the probe,
+     append-only, with an event_time) joins the version of `right` (the versioned input: it declares
+     a unique_key and an event_time) valid at the probe's `left_time`, once the watermark passes
+     it; `on` must cover the versioned input's unique key. join_type 'inner' or 'left'. --#}
+{% macro temporal_join(left, right, on, left_time, join_type='inner', columns=none, where=none, extra_on=[]) -%}
+  {%- set l = streamjoin._join_input(left) -%}
+  {%- set r = streamjoin._join_input(right) -%}
+  {%- if join_type | lower not in ('inner', 'left') -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.temporal_join: join_type '" ~ join_type ~ "' is not 'inner' or 'left' (Flink has no other temporal joins)") -%}
+  {%- endif -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ l.relation }} as {{ l.alias }}
+{{ streamjoin._join_keyword(join_type) }} {{ r.relation }} for system_time as of {{ l.alias }}.{{ left_time }} as {{ r.alias }}
+  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
+{%- for condition in extra_on %}
+  and {{ condition }}
+{%- endfor %}
+{%- if where %}
+where {{ where }}
+{%- endif %}
+{%- endmacro %}
+
+
 {#-- multi_join: several inputs joined on one shared key, each to the first input.
      `key` is the column name every input shares, or a list with one name per input;
      `join_types` has one entry per input after the first ('inner' or 'left'). --#}
