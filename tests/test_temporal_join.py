@@ -1,0 +1,260 @@
+"""Event-time temporal joins run by run: Flink's TemporalRowTimeJoinOperator semantics.
+
+A probe row (orders) waits until the watermark passes its time, then joins the version of its
+key valid at its time — the latest entry of the key at or before it, unless that entry is a
+deletion — or is null-padded under LEFT JOIN. Every scenario is a conformance case (FORMAT.md)
+run through the real pipeline; its runs state what each run must emit. Times are seconds
+after 2024-01-01 00:00:00.
+"""
+from __future__ import annotations
+
+import json
+import random
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.conformance import CaseRunner, _collect, run_case
+from streamjoin.errors import CompileError
+from streamjoin.operators import temporal
+from streamjoin.runtime.run import run_once
+from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.sql.compiler import compile_sql
+from streamjoin.storage import delta_log
+
+CASES = sorted((Path(__file__).parent / "cases").glob("temporal-*.json"))
+
+
+def t(seconds: int) -> str:
+    return f"2024-01-01 00:{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+ORDERS = {"columns": [["id", "int"], ["cur", "string"], ["ts", "timestamp"]], "event_time": "ts"}
+RATES = {"columns": [["cur", "string"], ["rate", "int"], ["ts", "timestamp"]], "unique_key": ["cur"], "event_time": "ts"}
+LEFT = "SELECT o.id, o.cur, r.rate FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur"
+INNER = LEFT.replace("LEFT JOIN", "JOIN")
+
+
+def order(i: int, cur: str | None, s: int) -> list:
+    return ["+I", [i, cur, t(s)]]
+
+
+def rate(cur: str, value: int, s: int, kind: str = "+I") -> list:
+    return [kind, [cur, value, t(s)]]
+
+
+def case(name: str, sql: str, runs: list[tuple[dict, list]], **inputs: Any) -> dict:
+    """Runs are (changes as {input: [changes]}, rows the run must emit)."""
+    return {"name": name, "sql": sql, "inputs": {"orders": ORDERS, "rates": RATES, **inputs},
+            "runs": [{"changes": changes, "expect_changelog": [["+I", r] for r in emitted]} for changes, emitted in runs]}
+
+
+SCENARIOS = [
+    case("waits-for-the-watermark-then-joins-the-version-valid-at-its-time", LEFT, [
+        # W = min(orders 10, rates 5) = 5: order 1 (at 4) is due; the rate at 5 arrived after it in the run and
+        # still counts, but is not valid at 4; order 2 (at 10) waits
+        ({"orders": [order(1, "EUR", 4), order(2, "EUR", 10)], "rates": [rate("EUR", 100, 1), rate("EUR", 150, 5)]},
+         [[1, "EUR", 100]]),
+        # W = 12: order 2 joins the rate valid at 10 (the one at 5, not the one at 11)
+        ({"orders": [order(3, "EUR", 20)], "rates": [rate("EUR", 200, 11), rate("EUR", 220, 12)]}, [[2, "EUR", 150]]),
+    ]),
+    case("a-version-at-exactly-the-probe-time-is-valid-and-a-later-entry-at-that-time-replaces-it", INNER, [
+        ({"orders": [order(1, "EUR", 5)], "rates": [rate("EUR", 100, 5), rate("EUR", 110, 5)]}, [[1, "EUR", 110]]),
+        ({"orders": [order(2, "EUR", 8), order(3, "EUR", 9)], "rates": [rate("EUR", 120, 8, "+U")]}, [[2, "EUR", 120]]),
+    ]),
+    case("a-deletion-holds-from-its-time-and-update-before-is-ignored", LEFT, [
+        ({"orders": [order(1, "EUR", 3), order(2, "EUR", 6)],
+          "rates": [rate("EUR", 100, 1), rate("EUR", 100, 1, "-U"), rate("EUR", 130, 4, "+U"), rate("EUR", 130, 4, "-D"),
+                    rate("USD", 90, 6)]},
+         [[1, "EUR", 100], [2, "EUR", None]]),
+    ]),
+    case("the-residual-is-checked-on-the-selected-version-not-used-to-select-an-older-one",
+         LEFT + " AND r.rate > 100", [
+             ({"orders": [order(1, "EUR", 5), order(2, "EUR", 2)], "rates": [rate("EUR", 150, 1), rate("EUR", 90, 3),
+                                                                           rate("USD", 1, 5)]},
+              [[1, "EUR", None], [2, "EUR", 150]]),
+         ]),
+    case("duplicates-join-each-null-keys-never-match-inner-drops-unmatched", INNER, [
+        ({"orders": [order(1, "EUR", 3), order(1, "EUR", 3), order(2, None, 3), order(3, "GBP", 3)],
+          "rates": [rate("EUR", 100, 1), rate("GBP", 70, 4)]},
+         [[1, "EUR", 100], [1, "EUR", 100]]),
+    ]),
+    case("a-late-order-joins-only-what-state-holds", LEFT, [
+        ({"orders": [order(1, "EUR", 10)], "rates": [rate("EUR", 100, 1), rate("EUR", 150, 5), rate("EUR", 170, 10)]},
+         [[1, "EUR", 170]]),
+        # order 2 at 7 arrives behind W = 10: state kept only the rate at 10 (the last at or before W), not the one
+        # at 5 that a batch query would pick; order 3 at 12 is valid against the rate at 10
+        ({"orders": [order(2, "EUR", 7), order(3, "EUR", 12)], "rates": [rate("EUR", 190, 12)]},
+         [[2, "EUR", None], [3, "EUR", 190]]),
+    ]),
+    {**case("allowed-lateness-keeps-the-versions-a-late-order-within-it-can-select", LEFT, [
+        ({"orders": [order(1, "EUR", 10)], "rates": [rate("EUR", 100, 1), rate("EUR", 150, 5), rate("EUR", 170, 10)]},
+         [[1, "EUR", 170]]),
+        ({"orders": [order(2, "EUR", 7), order(3, "EUR", 12)], "rates": [rate("EUR", 190, 12)]},
+         [[2, "EUR", 150], [3, "EUR", 190]]),
+    ]), "config": {"allowed_lateness": "5 seconds"}},
+    {**case("a-retraction-of-an-order-fails-the-run", LEFT, [
+        ({"orders": [order(1, "EUR", 3)], "rates": [rate("EUR", 100, 1)]}, []),
+    ]), "runs": [{"changes": {"orders": [order(1, "EUR", 3)], "rates": [rate("EUR", 100, 1)]}},
+                 {"changes": {"orders": [["-D", [1, "EUR", t(3)]]]}, "expect_error": "must be append-only"}]},
+]
+
+
+def _assert_ok(outcome: dict[str, Any]) -> None:
+    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
+
+
+def test_scenarios(spark):
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
+            _assert_ok(outcome)
+
+
+# -- compile time ----------------------------------------------------------------------------------
+def _specs(**overrides: dict) -> dict[str, InputSpec]:
+    raw = {"orders": ORDERS, "rates": RATES, **overrides}
+    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+
+
+def test_explain_names_the_temporal_join():
+    plan = compile_sql("m", LEFT + " WHERE o.id > 0", _specs())
+    text = plan.explain()
+    assert "left event-time temporal join j1" in text and "FOR SYSTEM_TIME AS OF o__ts (versions by r__ts)" in text
+    assert "scan orders AS o WHERE `o__id` > 0" in text
+
+
+def test_conditions_on_the_versions_are_checked_on_the_selected_version():
+    plan = compile_sql("m", INNER + " AND r.rate > 1 WHERE r.rate < 5", _specs())
+    assert plan.root.right.filters == ()
+    assert plan.root.residual == "(`r__rate` > 1) AND (`r__rate` < 5)"
+
+
+@pytest.mark.parametrize("sql, inputs, config, message", [
+    (LEFT.replace("LEFT JOIN", "RIGHT JOIN"), {}, {}, "a RIGHT temporal join is not supported"),
+    (LEFT.replace("LEFT JOIN", "FULL JOIN"), {}, {}, "a FULL temporal join is not supported"),
+    (LEFT, {"rates": {**RATES, "unique_key": []}}, {}, "the versioned input 'rates' declares no unique_key"),
+    (LEFT, {"rates": {k: v for k, v in RATES.items() if k != "event_time"}}, {}, "declares no event_time"),
+    (LEFT, {"orders": {**ORDERS, "changelog_format": "upsert", "unique_key": ["id"]}}, {},
+     "the probe side must be append-only"),
+    (LEFT.replace("o.cur = r.cur", "o.id = r.rate"), {}, {}, "unique_key column(s) cur are not equated"),
+    (LEFT.replace("o.cur = r.cur", "o.cur <> r.cur"), {}, {}, "no equality between the two sides"),
+    (LEFT.replace("o.cur = r.cur", "o.cur <=> r.cur"), {}, {}, "null-safe key"),
+    (LEFT.replace("AS OF o.ts", "AS OF o.id"), {}, {}, "must name the probe's event time o.ts"),
+    ("SELECT o.id FROM rates FOR SYSTEM_TIME AS OF o.ts AS r JOIN orders o ON o.cur = r.cur", {}, {},
+     "the versioned input of a temporal join is the right side of a JOIN"),
+    (LEFT.replace("FOR SYSTEM_TIME AS OF o.ts", "VERSION AS OF 3"), {}, {}, "is not supported"),
+    (LEFT, {}, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include an event-time temporal join"),
+])
+def test_unsupported_variants_fail_at_compile_time(sql, inputs, config, message):
+    with pytest.raises(CompileError) as err:
+        compile_sql("rates_model", sql, _specs(**inputs), ModelConfig.from_dict(config))
+    assert message in str(err.value) and "model 'rates_model'" in str(err.value)
+
+
+# -- property: the batch equivalent -----------------------------------------------------------------
+def batch_equivalent(runs: list[dict], residual=lambda order, version: True, left: bool = True) -> list[list[tuple]]:
+    """After each run, the rule over the inputs' snapshots: every order at or behind the watermark
+    joins the last entry of its key at or before its time (a later entry at the same key and time
+    replacing an earlier one; -U ignored), unless that entry is a deletion."""
+    orders: list[list] = []
+    entries: dict[tuple[str, int], tuple[str, list]] = {}
+    top = {"orders": None, "rates": None}
+    w = None
+    out = []
+    for run in runs:
+        for kind, row in run["changes"].get("rates", []):
+            top["rates"] = max(filter(None, [top["rates"], row[2]]))
+            if kind != "-U" and row[0] is not None:
+                entries[(row[0], row[2])] = (kind, row)
+        for _, row in run["changes"].get("orders", []):
+            top["orders"] = max(filter(None, [top["orders"], row[2]]))
+            orders.append(row)
+        if all(top.values()):
+            w = max(filter(None, [w, min(top.values())]))
+        result = []
+        for o in orders:
+            if w is None or o[2] > w:
+                continue
+            times = [ts for (cur, ts) in entries if cur == o[1] and ts <= o[2]]
+            kind, version = entries[(o[1], max(times))] if times else (None, None)
+            if version is not None and kind != "-D" and residual(o, version):
+                result.append((o[0], o[1], version[1]))
+            elif left:
+                result.append((o[0], o[1], None))
+        out.append(sorted(result, key=repr))
+    return out
+
+
+@st.composite
+def on_time_changelogs(draw) -> list[dict]:
+    """Runs of orders and rate entries, every row after the watermark when it arrives (a late row
+    meets only what state holds, so it has no batch equivalent): duplicates, NULL keys, ties,
+    updates (-U/+U) and deletions of versions, random run boundaries."""
+    runs, rates, next_id = [], [], 1
+    top: dict[str, int] = {}
+    for _ in range(draw(st.integers(2, 3))):
+        floor = min(top.values()) + 1 if len(top) == 2 else 1  # one past the watermark
+        changes: dict[str, list] = {"orders": [], "rates": []}
+        for _ in range(draw(st.integers(0, 4))):
+            ts = floor + draw(st.integers(0, 4))
+            movable = [r for r in rates if r[1] >= floor]
+            if movable and draw(st.booleans()):
+                cur, ts_old, value = draw(st.sampled_from(movable))
+                if draw(st.booleans()):
+                    changes["rates"].append(["-D", [cur, value, t(ts_old)]])
+                else:
+                    new = (cur, ts, draw(st.integers(0, 3)))
+                    changes["rates"] += [["-U", [cur, value, t(ts_old)]], ["+U", [cur, new[2], t(ts)]]]
+                    rates.append(new)
+            else:
+                new = (draw(st.sampled_from(["EUR", "USD"])), ts, draw(st.integers(0, 3)))
+                changes["rates"].append(["+I", [new[0], new[2], t(ts)]])
+                rates.append(new)
+        for _ in range(draw(st.integers(0, 4))):
+            row = [next_id, draw(st.sampled_from(["EUR", "USD", None])), t(floor + draw(st.integers(0, 4)))]
+            next_id += draw(st.sampled_from([0, 1]))  # 0: a duplicate of the row before
+            changes["orders"].append(["+I", row])
+        for name, rows in changes.items():
+            if rows:
+                top[name] = max([top.get(name, 0)] + [int(r[2][-2:]) + 60 * int(r[2][-5:-3]) for _, r in rows])
+        runs.append({"changes": {k: v for k, v in changes.items() if v}})
+    return runs
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=on_time_changelogs(), left=st.booleans())
+def test_results_equal_the_batch_equivalent(spark, runs, left):
+    sql = (LEFT if left else INNER) + " AND r.rate > 0"
+    c = {"name": "temporal-property", "sql": sql, "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs}
+    outcome = run_case(spark, c)
+    _assert_ok(outcome)
+    want = batch_equivalent(runs, residual=lambda o, v: v[1] > 0, left=left)
+    for i, (run, expected) in enumerate(zip(outcome["runs"], want)):
+        got = sorted((tuple(r) for r in run["result"]), key=repr)
+        assert got == expected, f"run {i}: {got} != batch equivalent {expected}\nruns: {json.dumps(runs)}"
+
+
+# -- bounded state ----------------------------------------------------------------------------------
+def test_state_stays_bounded_by_the_versions_inside_the_watermark_horizon(spark, tmp_path, monkeypatch):
+    """Two keys gain a version every run and the watermark passes it: each key keeps the last version
+    at or before the watermark; the versions table holds that plus the runs appended since it was last
+    rewritten, however many runs pass."""
+    monkeypatch.setattr(temporal, "COMPACT_AT", 2)
+    runs = [{"changes": {"rates": [rate("EUR", i, 10 * i), rate("USD", i, 10 * i)], "orders": [order(i, "EUR", 10 * i + 5)]}}
+            for i in range(1, 7)]
+    runner = CaseRunner(spark, {"name": "bounded", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs},
+                        str(tmp_path))
+    sizes = []
+    for i, run in enumerate(runs):
+        runner.append_changes(i, run["changes"])
+        run_once(spark, runner.plan, runner.tables)
+        path = runner.tables.state("j1_versions")
+        sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
+    assert min(sizes[2:]) == 2, sizes  # rewritten: one version per key
+    assert max(sizes) <= 2 * 3, sizes  # never more than two runs of appends on top
+    result = {tuple(r) for r in _collect(runner.result())}
+    assert result == {(i, "EUR", i) for i in range(1, 6)}, result
