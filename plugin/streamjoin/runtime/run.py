@@ -223,7 +223,7 @@ class Run:
         return changes, {name: counts[name] for name in changes}, frozenset(insert_only), read_bytes
 
     def execute(self) -> RunReport:
-        with lease.holding(self.tables, "run", exclusive_of=("maintain",)):
+        with lease.holding(self.tables, "run", exclusive_of=("maintain",)), delta_log.pinned_listings():
             return self._execute()
 
     def _execute(self) -> RunReport:

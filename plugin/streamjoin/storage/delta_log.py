@@ -10,6 +10,8 @@ import json
 import os
 import time
 import uuid
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -92,27 +94,51 @@ class DataFile:
         return (self.stats or {}).get(kind, {}).get(column)
 
 
+#: Listings of pinned table versions, kept while a run holds them (see `pinned_listings`).
+_listings: ContextVar[dict[tuple[str, int], tuple[DataFile, ...]] | None] = ContextVar("listings", default=None)
+
+
+@contextmanager
+def pinned_listings() -> Iterator[None]:
+    """Within the block, a table version's file listing is read from its log once. For a run,
+    whose table versions are pinned at its start and which holds its model's lease."""
+    token = _listings.set({})
+    try:
+        yield
+    finally:
+        _listings.reset(token)
+
+
 def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
                partition_column: str = "_bucket") -> list[DataFile]:
     """Live data files at a version, optionally only those of some integer partitions (and those
     whose partition value is NULL, which may hold rows of any partition: a state table's level 0)."""
     if table_version is None:
         return []
+    files = _listing(path, table_version)
+    if partitions is None:
+        return list(files)
+    wanted = {int(p) for p in partitions}
+    return [f for f in files if f.partition[partition_column] is None or int(f.partition[partition_column]) in wanted]
+
+
+def _listing(path: str, table_version: int) -> tuple[DataFile, ...]:
+    cache = _listings.get()
+    if cache is not None and (path, table_version) in cache:
+        return cache[(path, table_version)]
     dt = DeltaTable(path, version=table_version)
-    actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
-    wanted = None if partitions is None else {int(p) for p in partitions}
     root = dt.table_uri.rstrip("/")
     out = []
-    for a in actions:
+    for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
         part = {k[len("partition."):]: v for k, v in a.items() if k.startswith("partition.")}
-        if wanted is not None and part[partition_column] is not None and int(part[partition_column]) not in wanted:
-            continue
         rel = a["path"]
         uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
         out.append(DataFile(uri=local_path(uri), partition={k: None if v is None else str(v) for k, v in part.items()},
                             num_records=int(a.get("num_records") or 0), stats=_flat_stats(a),
                             size=int(a.get("size_bytes") or 0)))
-    return out
+    if cache is not None:
+        cache[(path, table_version)] = tuple(out)
+    return tuple(out)
 
 
 def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -250,6 +276,8 @@ def added_rows(actions: Sequence[AddAction | RemoveAction]) -> int:
 
 def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
     """RemoveActions for live files (used when a table's rows are rewritten)."""
+    if not files:
+        return []
     root = local_path(DeltaTable(path).table_uri).rstrip("/")
     now = int(time.time() * 1000)
     return [RemoveAction(path=os.path.relpath(f.uri, root), data_change=True, deletion_timestamp=now,

@@ -24,8 +24,7 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     Parquet scan of many files lists them in a job of its own)."""
     if not files:
         return spark.createDataFrame([], schema)
-    listing = spark.createDataFrame([(f.uri,) for f in files], f"{URI} string")
-    return listing.mapInArrow(_reader(arrow_schema(schema)), schema)
+    return read_listed(spark.createDataFrame([(f.uri,) for f in files], f"{URI} string"), schema)
 
 
 def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
@@ -33,9 +32,18 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
     """The rows (`schema`) of those `files` whose partition value of `column` is among `wanted[column]`."""
     if not files:
         return spark.createDataFrame([], schema)
+    return read_listed(choose(spark, files, column=column, wanted=wanted), schema)
+
+
+def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wanted: DataFrame) -> DataFrame:
+    """The URIs (column `URI`) of those `files` whose partition value of `column` is among `wanted[column]`."""
     listing = spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
-    chosen = listing.join(wanted.select(column).distinct(), column, "left_semi").select(URI)
-    return chosen.mapInArrow(_reader(arrow_schema(schema)), schema)
+    return listing.join(wanted.select(column).distinct(), column, "left_semi").select(URI)
+
+
+def read_listed(listing: DataFrame, schema: StructType) -> DataFrame:
+    """The rows (`schema`) of the files a frame of URIs (column `URI`) lists."""
+    return listing.mapInArrow(_reader(arrow_schema(schema)), schema)
 
 
 def _reader(schema: pa.Schema):

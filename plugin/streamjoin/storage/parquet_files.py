@@ -3,7 +3,7 @@
 Each task keeps one open Parquet file per table and partition it has rows for, written with
 pyarrow through the filesystem of the table's URI, and reports each file (path relative to
 the table, size, partition values, Delta statistics from its footer) as one row. Counter
-values are summed per task and reported as one row each.
+values are summed per task and reported as one row each, a note's distinct texts as a row each.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .file_stats import file_stats
-from .writes import TARGET, VALUE, TargetSpec
+from .writes import NOTE, TARGET, VALUE, TargetSpec
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -70,11 +70,15 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
     task = context.partitionId() if context else 0
     files: dict[tuple[int, tuple], _OpenFile] = {}
     sums: dict[int, int] = {}
+    notes: set[tuple[int, str]] = set()
     for batch in batches:
         targets = batch.column(TARGET)
         for target in pc.unique(targets).to_pylist():
             rows = pa.Table.from_batches([batch.filter(pc.equal(targets, target))])
-            if target < 0:  # a check's rows fail the task before they get here
+            if target == -1:  # a check's rows fail the task before they get here
+                continue
+            if target < -1:
+                notes.update((target, text) for text in rows.column(NOTE).to_pylist() if text is not None)
                 continue
             if target >= len(specs):
                 sums[target] = sums.get(target, 0) + (pc.sum(rows.column(VALUE)).as_py() or 0)
@@ -96,8 +100,8 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
         out["partition"].append(json.dumps(f.partition))
         out["stats"].append(json.dumps(file_stats(meta)))
         out["value"].append(None)
-    for target, total in sums.items():
-        for k, v in (("target", target), ("path", None), ("size", None), ("partition", None), ("stats", None),
+    for target, total, text in [(t, v, None) for t, v in sums.items()] + [(t, None, x) for t, x in sorted(notes)]:
+        for k, v in (("target", target), ("path", text), ("size", None), ("partition", None), ("stats", None),
                      ("value", total)):
             out[k].append(v)
     yield pa.RecordBatch.from_pydict(out, schema=pa.schema([

@@ -6,11 +6,11 @@ and appends its additions to level 0 (see `stage_result`).
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -22,7 +22,8 @@ from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, consolidate, to_changelog
 from . import delta_log, state
 from .tables import ModelTables
-from .writes import RunWriter, StagedWrite
+from . import file_reads
+from .writes import FileActions, RunWriter, StagedWrite
 
 BUCKET = "_bucket"
 
@@ -85,12 +86,13 @@ class StagedResult:
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
                  versions: Mapping[str, int | None], writer: RunWriter, *,
                  inserts_only: bool) -> StagedResult:
-    """Apply the run's change to the result.
+    """Apply the run's change to the result, inside the run's write pass.
 
-    Additions go to level 0, as in state tables: files of rows of any bucket (partition NULL),
-    written with no shuffle. A change with retractions rewrites the buckets it retracts from, and
-    folds level 0 into buckets with them; so does a run that finds level 0 holding `LEVEL0_FILES`
-    files. A change that holds no retraction (`inserts_only`) is counted by its files."""
+    A change that holds no retraction (`inserts_only`) goes to level 0, as in state tables: files
+    of rows of any bucket (partition NULL), written with no shuffle. Any other change folds level 0
+    into buckets and rewrites the buckets it retracts from; which ones those are is found in the
+    pass itself, and the files it replaced come back to the driver as notes. So does a run that
+    finds level 0 holding `LEVEL0_FILES` files. The rows added and retracted are counters."""
     names = plan.output_names
     schema = output_schema(output)
     path, version = tables.result, versions.get(tables.result)
@@ -98,28 +100,20 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         writer.check(unique_key_violations(spark, output, plan, path, version, schema))
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
-    if inserts_only:
+    counts = {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
+              "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
+    files = delta_log.data_files(path, version, partition_column=BUCKET)
+    if inserts_only and len(state.level0(files)) < state.LEVEL0_FILES:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
                                          "change retracts a row")
-        counts, rewrite = None, []
-    else:
-        counts, rewrite = _retracting_buckets(change)
-    level0 = state.level0(delta_log.data_files(path, version, partition_column=BUCKET))
-    if not rewrite and len(level0) < state.LEVEL0_FILES:
-        if not inserts_only:  # no bucket is retracted from: no weight is negative
-            verify = _nothing_to_verify
-        old_files: list[delta_log.DataFile] = []
         actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path,
                                partition={BUCKET: None})
     else:
-        rows, old_files, verify = _rewrite(spark, change, schema, row_bucket, plan, path, version, rewrite, writer)
-        actions = (writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET])
-                   + delta_log.remove_actions(old_files, path))
+        rows, replaced, verify = _rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
+        actions = writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET]) + replaced
     table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
-    rewritten = sum(f.num_records for f in old_files)
-    counted = (lambda: counts) if counts is not None else \
-        (lambda: {"+": delta_log.added_rows(actions.result()) - rewritten, "-": 0})
-    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)), counted, verify)
+    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)),
+                        lambda: {k: f.result() for k, f in counts.items()}, verify)
 
 
 def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan, path: str, version: int | None,
@@ -146,7 +140,7 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
         cond = reduce(lambda a, b: a & b, [rows[k].eqNullSafe(gaining[k]) for k in key])
         return rows.join(gaining, cond, "left_semi")
 
-    stored = _read_files(spark, delta_log.data_files(path, version, partition_column=BUCKET), schema)
+    stored = file_reads.read_files(spark, delta_log.data_files(path, version, partition_column=BUCKET), schema)
     rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
         of_gaining(output.select(*[col(c) for c in names], col(WEIGHT))))
     live = consolidate(rows, names).where(col(WEIGHT) > 0)
@@ -163,49 +157,44 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
     return per_key.where(col("n") > 1).where(~fail_when(F.lit(True), message, model=plan.model, input_name=""))
 
 
-def _read_files(spark: SparkSession, files: list[delta_log.DataFile], schema: StructType) -> DataFrame:
-    """The rows (`schema`) of data files, read with pyarrow by the tasks of the job that uses them
-    (Spark's own Parquet reader lists many files in a job of its own)."""
-    if not files:
-        return spark.createDataFrame([], schema)
-    arrow = delta_log.arrow_schema(schema)
-
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.fs as pafs
-        import pyarrow.parquet as pq
-
-        for batch in batches:
-            for uri in batch.column("uri").to_pylist():
-                filesystem, where = pafs.FileSystem.from_uri(uri) if "://" in uri else (pafs.LocalFileSystem(), uri)
-                yield from pq.read_table(where, filesystem=filesystem, columns=arrow.names).cast(arrow).to_batches()
-
-    return spark.createDataFrame([(f.uri,) for f in files], "uri string").mapInArrow(read, schema)
-
-
-def _retracting_buckets(change: DataFrame) -> tuple[dict[str, int], list[int]]:
-    """How many rows a change adds and retracts, and the buckets it retracts from (one Spark job)."""
-    added = F.sum(F.when(col(WEIGHT) > 0, col(WEIGHT)).otherwise(0))
-    retracted = F.sum(F.when(col(WEIGHT) < 0, -col(WEIGHT)).otherwise(0))
-    per_bucket = change.groupBy(BUCKET).agg(added.alias("added"), retracted.alias("retracted")).collect()
-    counts = {"+": sum(r["added"] for r in per_bucket), "-": sum(r["retracted"] for r in per_bucket)}
-    return counts, sorted(r[BUCKET] for r in per_bucket if r["retracted"])
-
-
 def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
-             path: str, version: int | None, rewrite: list[int],
-             writer: RunWriter) -> tuple[DataFrame, list[delta_log.DataFile], Callable[[], None]]:
-    """The rows to write for a change that retracts from buckets `rewrite` (or folds level 0): level 0
-    and those buckets, rewritten with the change applied (their files to remove), and the additions
-    to the other buckets; and the test that every retraction found its row."""
+             path: str, files: list[delta_log.DataFile],
+             writer: RunWriter) -> tuple[DataFrame, FileActions, Callable[[], None]]:
+    """The rows to write for a change that may retract: level 0 and the buckets the change retracts
+    from, rewritten with the change applied, and the change's additions to the other buckets; the
+    removal of the files they replace (the chosen buckets' files are named by the write pass); and
+    the test that every retraction found its row."""
     names = plan.output_names
-    in_rewrite = col(BUCKET).isin(rewrite)
-    old_files = delta_log.data_files(path, version, partitions=rewrite, partition_column=BUCKET)
-    old = delta_log.read(spark, old_files, schema).withColumn(BUCKET, row_bucket)
-    merged = (old.select(*[col(c) for c in names], col(BUCKET), F.lit(1).cast("long").alias(WEIGHT))
-              .unionByName(change.where(in_rewrite))
+    level0 = state.level0(files)
+    bucketed = [f for f in files if f.partition[BUCKET] is not None]
+    chosen = file_reads.choose(spark, bucketed, column=BUCKET, wanted=change.where(col(WEIGHT) < 0)) \
+        if bucketed else None
+    old = delta_log.read(spark, level0, schema)
+    if chosen is not None:
+        old = old.unionByName(file_reads.read_listed(chosen, schema))
+    merged = (old.withColumn(BUCKET, row_bucket).select(*[col(c) for c in names], col(BUCKET),
+                                                         F.lit(1).cast("long").alias(WEIGHT))
+              .unionByName(change)
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
     verify = _unheld(merged, writer, f"model {plan.model}'s run retracts a row its result table does not hold "
                                      "(was the table changed outside streamjoin?)")
-    rows = _expand(merged.where(col(WEIGHT) > 0), names).unionByName(
-        _expand(change.where(~in_rewrite & (col(WEIGHT) > 0)), names))
-    return rows, old_files, verify
+    replaced = FileActions(known=delta_log.remove_actions(level0, path))
+    if chosen is not None:
+        by_uri = {f.uri: f for f in bucketed}
+        replaced = replaced + FileActions([_then(writer.note(chosen, col(file_reads.URI)),
+                                                 lambda uris: delta_log.remove_actions([by_uri[u] for u in uris], path))])
+    return _expand(merged.where(col(WEIGHT) > 0), names), replaced, verify
+
+
+def _then(done: Future, make: Callable[[list[str]], list]) -> Future:
+    """A future of `make(done's result)`, failing as `done` fails."""
+    after: Future = Future()
+
+    def settle(f: Future) -> None:
+        if f.exception() is not None:
+            after.set_exception(f.exception())
+        else:
+            after.set_result(make(f.result()))
+
+    done.add_done_callback(settle)
+    return after

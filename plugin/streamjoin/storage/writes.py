@@ -5,8 +5,9 @@ DataFrame of its rows. `RunWriter.run` puts them in one wide frame — a target 
 whose row each is — and one `mapInArrow` pass writes every target's rows as Parquet files
 inside its table (pyarrow on the executors, through the filesystem of the table's URI),
 returning one row per file: its path, size, partition values and statistics. The same pass
-evaluates the run's checks (frames whose rows fail the job, see `row_errors`) and sums its
-counters. The driver receives file rows and sums; no data.
+evaluates the run's checks (frames whose rows fail the job, see `row_errors`), sums its
+counters and gathers a few notes (short texts, such as the names of files a run replaces). The
+driver receives file rows, sums and notes; no data.
 
 A task that fails leaves at most files nobody commits: the run commits only the files of
 the attempts whose results reached the driver.
@@ -29,7 +30,9 @@ from pyspark.sql.types import StructType
 Action = AddAction | RemoveAction
 TARGET = "_target"
 VALUE = "_value"
+NOTE = "_note"
 #: What the write pass returns per file written, and per counter and task.
+#: A note's row carries its text as `path`.
 FILE_ROWS = "target int, path string, size long, partition string, stats string, value long"
 
 
@@ -90,6 +93,7 @@ class RunWriter:
         self.targets: list[_Target] = []
         self.checks: list[DataFrame] = []
         self.counters: list[tuple[DataFrame, Future]] = []
+        self.notes: list[tuple[DataFrame, Future]] = []
         self.ran = False
 
     def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (),
@@ -117,10 +121,17 @@ class RunWriter:
         self.counters.append((df.select(value.cast("long").alias(VALUE)), done))
         return done
 
+    def note(self, df: DataFrame, text: Column) -> Future:
+        """The distinct values of `text` over `df`'s rows (a few: they travel to the driver), gathered
+        in the write pass."""
+        done: Future = Future()
+        self.notes.append((df.select(text.cast("string").alias(NOTE)).distinct(), done))
+        return done
+
     def run(self) -> None:
         """Write every staged target, evaluate every check and counter: one Spark job."""
         self.ran = True
-        waiting = [t.done for t in self.targets] + [d for _, d in self.counters]
+        waiting = self._waiting()
         try:
             rows = self._wide().mapInArrow(_writer(tuple(t.spec for t in self.targets)), FILE_ROWS).collect()
         except BaseException as exc:
@@ -129,8 +140,11 @@ class RunWriter:
             raise
         actions: list[list[AddAction]] = [[] for _ in self.targets]
         sums = [0] * len(self.counters)
+        notes: list[set[str]] = [set() for _ in self.notes]
         for r in rows:
-            if r["target"] < len(self.targets):
+            if r["target"] < 0:
+                notes[-2 - r["target"]].add(r["path"])
+            elif r["target"] < len(self.targets):
                 actions[r["target"]].append(AddAction(
                     path=r["path"], size=r["size"], partition_values=json.loads(r["partition"]),
                     modification_time=0, data_change=True, stats=r["stats"]))
@@ -140,13 +154,18 @@ class RunWriter:
             target.done.set_result(sorted(adds, key=lambda a: a.path))
         for (_, done), total in zip(self.counters, sums):
             done.set_result(total)
+        for (_, done), texts in zip(self.notes, notes):
+            done.set_result(sorted(texts))
 
     def close(self) -> None:
         """Fail the actions of a writer that never ran (its run stopped before writing)."""
         if not self.ran:
-            for f in [t.done for t in self.targets] + [d for _, d in self.counters]:
+            for f in self._waiting():
                 f.set_exception(RuntimeError("the run stopped before its files were written"))
             self.ran = True
+
+    def _waiting(self) -> list[Future]:
+        return [t.done for t in self.targets] + [d for _, d in self.counters] + [d for _, d in self.notes]
 
     def _wide(self) -> DataFrame:
         """Every target's rows, every counter's values and every check in one frame of wide rows
@@ -155,6 +174,7 @@ class RunWriter:
         frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{_quoted(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
                   for i, t in enumerate(self.targets)]
         frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE) for i, (df, _) in enumerate(self.counters)]
+        frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE) for i, (df, _) in enumerate(self.notes)]
         frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
         wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
         return wide.coalesce(self.parallelism)
