@@ -13,13 +13,7 @@
 select {{ streamjoin._select_list(columns) }}
 from {{ l.relation }} as {{ l.alias }}
 {{ streamjoin._join_keyword(join_type) }} {{ r.relation }} as {{ r.alias }}
-  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
-{%- for condition in extra_on %}
-  and {{ condition }}
-{%- endfor %}
-{%- if where %}
-where {{ where }}
-{%- endif %}
+  {{ streamjoin._on_and_where(l, r, on, extra_on, where) }}
 {%- endmacro %}
 
 
@@ -49,13 +43,7 @@ where {{ where }}
 select {{ streamjoin._select_list(columns) }}
 from {{ l.relation }} as {{ l.alias }}
 {{ streamjoin._join_keyword(join_type) }} {{ r.relation }} for system_time as of {{ l.alias }}.{{ left_time }} as {{ r.alias }}
-  on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
-{%- for condition in extra_on %}
-  and {{ condition }}
-{%- endfor %}
-{%- if where %}
-where {{ where }}
-{%- endif %}
+  {{ streamjoin._on_and_where(l, r, on, extra_on, where) }}
 {%- endmacro %}
 
 
@@ -102,6 +90,17 @@ where {{ where }}
   {{ return({'relation': relation, 'alias': alias}) }}
 {%- endmacro %}
 
+
+{#-- The ON clause (equi-condition, then extra conditions) and the WHERE of a binary join. --#}
+{% macro _on_and_where(l, r, on, extra_on, where) -%}
+on {{ streamjoin._equi_condition(l.alias, r.alias, on) }}
+{%- for condition in extra_on %}
+  and {{ condition }}
+{%- endfor %}
+{%- if where %}
+where {{ where }}
+{%- endif %}
+{%- endmacro %}
 
 {% macro _select_list(columns) -%}
   {{ return('*' if not columns else (columns | join(',\n       '))) }}

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -56,6 +56,7 @@ from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
+from .event_time import US, as_text, micros
 from .regular import JoinSide, _user_struct
 
 if TYPE_CHECKING:
@@ -64,23 +65,10 @@ if TYPE_CHECKING:
 META_KEY = "streamjoin.interval"
 RUN, DEGREE, SLICE = "_run", "_degree", "_slice"
 MIN_SLICE = timedelta(minutes=1)
-US = timedelta(microseconds=1)
 
 
 def _us(d: timedelta) -> int:
     return d // US
-
-
-def micros(c: SparkColumn) -> SparkColumn:
-    """An event time as microseconds since the epoch (UTC)."""
-    return F.unix_micros(c.cast("timestamp"))
-
-
-def as_text(us: int | None) -> str | None:
-    """Microseconds since the epoch as UTC timestamp text, for the run log."""
-    if us is None:
-        return None
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 LATE_META = ("_run_id", "_join", "_side", "_input")  # the late rows table's bookkeeping columns

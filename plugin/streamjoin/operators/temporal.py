@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
@@ -50,6 +48,7 @@ from ..storage.formats import ORDER
 from ..storage.writes import FileActions, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
+from .event_time import US, as_text, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -59,20 +58,7 @@ META_KEY = "streamjoin.temporal"
 RUN, POS, DELETED = "_run", "_pos", "_deleted"
 PTIME, VTIME, PID = "_p_time", "_v_time", "_p_id"
 COMPACT_AT = 8  # files in a state table that make the run rewrite it with its live rows
-US = timedelta(microseconds=1)
 PROBE, VERSIONS = "probe", "versions"
-
-
-def micros(c: SparkColumn) -> SparkColumn:
-    """An event time as microseconds since the epoch (UTC)."""
-    return F.unix_micros(c.cast("timestamp"))
-
-
-def as_text(us: int | None) -> str | None:
-    """Microseconds since the epoch as UTC timestamp text, for the run log."""
-    if us is None:
-        return None
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 @dataclass(frozen=True)
