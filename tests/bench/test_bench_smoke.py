@@ -8,7 +8,8 @@ import pytest
 
 from bench import harness, report
 
-TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming"}
+TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming",
+           "spark_jobs_per_run"}
 
 
 @pytest.fixture(scope="module")

@@ -27,3 +27,16 @@ def test_one_slow_large_batch_fails_the_target() -> None:
     target = report._vs_flink(_results({100_000: 4.0, 1_000_000: 5.0}))  # 25k/s, then 200k/s
     assert not target["met"]
     assert target["peer"] == 100_000.0 and target["ratio"] == 0.25
+
+
+def _job_results(jobs: dict[str, list[int]]) -> dict:
+    return {"points": [{"workload": w, "state": 20_000, "batch": 10_000, "run": {"spark_jobs": n}}
+                       for w, counts in jobs.items() for n in counts]}
+
+
+def test_jobs_per_run_hold_only_if_every_run_keeps_to_its_limit() -> None:
+    assert report._jobs_per_run(_job_results({"q20": [1, 1], "q20_churn": [2, 1]}))["met"]
+    assert not report._jobs_per_run(_job_results({"q20": [1, 2], "q20_churn": [1]}))["met"]
+    assert not report._jobs_per_run(_job_results({"q20": [1], "q20_churn": [3]}))["met"]
+    unmeasured = report._jobs_per_run(_job_results({"q20": [1]}))
+    assert not unmeasured["met"] and "q20_churn" in unmeasured["status"]
