@@ -43,7 +43,7 @@ def spark_class() -> Path:
     return Path(pyspark.__file__).parent / "bin" / "spark-class"
 
 
-def get_json(url: str, timeout: float = 5.0) -> Any:
+def get_json(url: str, timeout: float = 30.0) -> Any:
     """The JSON document at `url` (a master's `/json/`, a driver's REST API)."""
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.load(response)
