@@ -91,7 +91,7 @@ def random_temporal_case(name: str, sql: str, rng: random.Random) -> tuple[dict,
     reach before or after the late row: nothing to compare run by run; tests/cases covers it.)"""
     top = {"p": 0, "r": 0}
     versions: list[tuple[int, int, int]] = []
-    runs, marks, v = [], [], 0
+    runs, marks = [], []
     for _ in range(3):
         floor = min(top.values()) + 1
         changes: dict[str, list] = {"p": [], "r": []}

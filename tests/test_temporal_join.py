@@ -9,7 +9,6 @@ after 2024-01-01 00:00:00.
 from __future__ import annotations
 
 import json
-import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any

@@ -367,7 +367,7 @@ def _files_select(tables: ModelTables, label: str, path: str, table_version: int
     """A SELECT over one version's data files, via a folder of hard links to them."""
     schema = pa.schema(DeltaTable(path, version=table_version).schema().to_arrow())
     names = [f.name for f in schema if f.name not in hidden]
-    files = delta_log.data_files(path, table_version, partition_column="_bucket")
+    files = delta_log.data_files(path, table_version)
     if not files:
         typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {q(n)}"
                           for n in names)

@@ -108,7 +108,7 @@ class CaseRunner:
             delta_log.commit(spec.location, actions, typed, app_id="conformance", run_id=run_index, metadata={})
 
     def result(self) -> DataFrame:
-        files = delta_log.data_files(self.tables.result, delta_log.version(self.tables.result), partition_column="_bucket")
+        files = delta_log.data_files(self.tables.result, delta_log.version(self.tables.result))
         schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"])
         return delta_log.read(self.spark, files, schema)
 

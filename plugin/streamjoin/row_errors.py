@@ -17,13 +17,28 @@ import base64
 import json
 import re
 
-from pyspark.sql import Column
+from typing import Sequence
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .errors import InputError
 
 START, END = "streamjoin-input-error[", "]"
 _ENCODED = re.compile(re.escape(START) + r"([A-Za-z0-9+/=\s]+)" + re.escape(END))
+
+
+def user_struct(columns: Sequence[str]) -> Column:
+    """A struct of internal columns (`<input>__<name>`) under the names the user wrote, for messages."""
+    return F.struct(*[F.col(c).alias(c.split("__", 1)[-1]) for c in columns])
+
+
+def retraction_examples(rows: DataFrame, columns: Sequence[str], *, kind: str = "_kind") -> str:
+    """Up to three of the rows whose row kind (`kind`) is not `+I`, as "kind {row}" text for an
+    error saying an input must be append-only (one small job, on that failure path only)."""
+    shown = rows.where(F.col(kind) != "+I").limit(3).select(
+        F.col(kind).alias("kind"), F.to_json(user_struct(columns)).alias("row")).collect()
+    return "; ".join(f"{r['kind']} {r['row']}" for r in shown)
 
 
 def fail_when(test: Column, message: Column, *, model: str, input_name: Column | str) -> Column:

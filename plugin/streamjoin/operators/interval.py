@@ -50,6 +50,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ..errors import InputError
+from ..row_errors import retraction_examples
 from ..sql.plan import Join, JoinPlan, Scan, TimeBound
 from ..storage import delta_log
 from ..storage.formats import data_schema
@@ -57,7 +58,7 @@ from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
 from .event_time import US, as_text, micros
-from .regular import JoinSide, _user_struct
+from .regular import JoinSide
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -143,7 +144,7 @@ class IntervalState:
     slice_us: int
 
     def __post_init__(self) -> None:
-        self.files = delta_log.data_files(self.path, self.version, partition_column=SLICE)
+        self.files = delta_log.data_files(self.path, self.version)
 
     @property
     def stored_schema(self) -> StructType:
@@ -236,10 +237,7 @@ class IntervalJoin:
         return {Side(r["side"]): r for r in reduce(DataFrame.unionByName, parts).collect()}
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
-        side = self.sides[s]
-        rows = changes.where(col("_passes") & (col("_kind") != RowKind.INSERT.value)).limit(3).select(
-            col("_kind"), F.to_json(_user_struct(side.columns)).alias("row")).collect()
-        examples = "; ".join(f"{r['_kind']} {r['row']}" for r in rows)
+        examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)
         raise InputError(
             f"interval joins need append-only inputs, as in Flink: {n} change(s) of kind -U/+U/-D reached the "
             f"interval join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog (only +I rows, or "

@@ -30,17 +30,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from ..row_errors import fail_when
+from ..row_errors import fail_when, user_struct
 from ..spec import MissingRetractionPolicy
 from ..storage import delta_log
 from ..storage.state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col
-
-def _user_struct(columns: Sequence[str]) -> SparkColumn:
-    """A struct of internal columns under the names the user wrote, for error messages."""
-    return F.struct(*[col(c).alias(c.split("__", 1)[-1]) for c in columns])
-
 
 COUNTERS_KEY = "streamjoin.counters"
 W_STORED, DEG_STORED = "_w_stored", "_deg_stored"
@@ -302,12 +297,12 @@ class RegularJoin:
             if self.policy == "fail" and not side.insert_only:
                 problems.append(merged[s].where(live < 0).select(
                     F.lit("missing").alias("kind"), F.lit(side.label).alias("input"),
-                    F.to_json(_user_struct(side.columns)).alias("row"), (-col(W_DELTA)).alias("n"), col(W_OLD).alias("held")))
+                    F.to_json(user_struct(side.columns)).alias("row"), (-col(W_DELTA)).alias("n"), col(W_OLD).alias("held")))
             key = side.unique_key_columns
             if side.layout is not StateLayout.NO_UNIQUE_KEY and key:
                 problems.append(merged[s].where(live > 0).groupBy(*[col(c) for c in key]).agg(F.sum(live).alias("n"))
                                 .where(col("n") > 1).select(F.lit("duplicate").alias("kind"), F.lit(side.label).alias("input"),
-                                                            F.to_json(_user_struct(key)).alias("row"), col("n"),
+                                                            F.to_json(user_struct(key)).alias("row"), col("n"),
                                                             F.lit(0).cast("long").alias("held")))
         return problems
 

@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..errors import InputError
+from ..row_errors import retraction_examples
 from ..sql.plan import Join, Scan, TemporalSpec
 from ..storage import delta_log
 from ..storage.formats import ORDER
@@ -139,10 +140,7 @@ class TemporalJoin:
         return {r["s"]: r.asDict() for r in reduce(DataFrame.unionByName, parts).collect()}
 
     def reject_retractions(self, probes: DataFrame, n: int) -> None:
-        rows = probes.where(col("_kind") != RowKind.INSERT.value).limit(3).select(
-            col("_kind"), F.to_json(F.struct(*[col(c).alias(c.split("__", 1)[-1]) for c in self.probe.columns])).alias("row")
-        ).collect()
-        examples = "; ".join(f"{r['_kind']} {r['row']}" for r in rows)
+        examples = retraction_examples(probes, self.probe.columns)
         raise InputError(
             f"the probe side of an event-time temporal join must be append-only, as in Flink: {n} change(s) of kind "
             f"-U/+U/-D reached the temporal join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog "

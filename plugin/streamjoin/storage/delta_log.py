@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -109,17 +109,11 @@ def pinned_listings() -> Iterator[None]:
         _listings.reset(token)
 
 
-def data_files(path: str, table_version: int | None, *, partitions: Iterable[int] | None = None,
-               partition_column: str = "_bucket") -> list[DataFile]:
-    """Live data files at a version, optionally only those of some integer partitions (and those
-    whose partition value is NULL, which may hold rows of any partition: a state table's level 0)."""
+def data_files(path: str, table_version: int | None) -> list[DataFile]:
+    """Live data files at a version (none before the table exists)."""
     if table_version is None:
         return []
-    files = _listing(path, table_version)
-    if partitions is None:
-        return list(files)
-    wanted = {int(p) for p in partitions}
-    return [f for f in files if f.partition[partition_column] is None or int(f.partition[partition_column]) in wanted]
+    return list(_listing(path, table_version))
 
 
 def _listing(path: str, table_version: int) -> tuple[DataFile, ...]:

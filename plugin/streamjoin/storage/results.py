@@ -20,9 +20,8 @@ from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, consolidate, to_changelog
-from . import delta_log, state
+from . import delta_log, file_reads, state
 from .tables import ModelTables
-from . import file_reads
 from .writes import FileActions, RunWriter, StagedWrite
 
 BUCKET = "_bucket"
@@ -65,10 +64,6 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
     return verify
 
 
-def _nothing_to_verify() -> None:
-    """The test of a change that holds no retraction."""
-
-
 def _expand(df: DataFrame, names: list[str]) -> DataFrame:
     return df.select(*[col(c) for c in names], col(BUCKET),
                      F.explode(F.array_repeat(F.lit(1), col(WEIGHT).cast("int"))).alias("_unit")).drop("_unit")
@@ -102,7 +97,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     change = output.withColumn(BUCKET, row_bucket)
     counts = {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
               "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
-    files = delta_log.data_files(path, version, partition_column=BUCKET)
+    files = delta_log.data_files(path, version)
     if inserts_only and len(state.level0(files)) < state.LEVEL0_FILES:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
                                          "change retracts a row")
@@ -140,7 +135,7 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
         cond = reduce(lambda a, b: a & b, [rows[k].eqNullSafe(gaining[k]) for k in key])
         return rows.join(gaining, cond, "left_semi")
 
-    stored = file_reads.read_files(spark, delta_log.data_files(path, version, partition_column=BUCKET), schema)
+    stored = file_reads.read_files(spark, delta_log.data_files(path, version), schema)
     rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
         of_gaining(output.select(*[col(c) for c in names], col(WEIGHT))))
     live = consolidate(rows, names).where(col(WEIGHT) > 0)

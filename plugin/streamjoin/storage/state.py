@@ -78,14 +78,12 @@ class StateTable:
         the key columns to a frame of state rows. The touched buckets' files are chosen inside the
         run's job (`file_reads`), so no job runs to learn the buckets first.
         """
-        files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
+        files = delta_log.data_files(self.path, self.version)
         if touched is None:
             return with_keys(delta_log.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        rows = delta_log.read(spark, level0(files), self.stored_schema)
-        if bucketed:
-            rows = rows.unionByName(read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched))
-        rows = with_keys(rows)
+        rows = with_keys(delta_log.read(spark, level0(files), self.stored_schema).unionByName(
+            read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched)))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
         for k in self.key_columns:
@@ -103,7 +101,7 @@ class StateTable:
         every row is in hand, rows idle since before `expire_before`), and the old files removed.
         """
         names = [f.name for f in self.stored_schema.fields]
-        files = delta_log.data_files(self.path, self.version, partition_column=BUCKET)
+        files = delta_log.data_files(self.path, self.version)
         unbucketed = level0(files)
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
         per_bucket = Counter(int(f.partition[BUCKET]) for f in bucketed)
