@@ -1,0 +1,29 @@
+"""Runs of one model reuse the Java classes Spark generated for the runs before (session.DEFAULTS keeps
+enough of them): a run compiles its plans once, not every run again."""
+from __future__ import annotations
+
+from scenario import Scenario, delete, insert
+
+SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
+INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
+
+
+def compilations(spark) -> int:
+    """How many classes Spark's code generator has compiled in this JVM so far."""
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
+
+
+def test_later_runs_of_a_model_compile_almost_nothing(spark, tmp_path):
+    m = Scenario(spark, tmp_path, SQL, **INPUTS)
+    compiled = []
+    for changes in ({"l": [insert(1, 10), insert(2, 20)], "r": [insert(1, 100)]},
+                    {"l": [delete(1, 10), insert(3, 30)], "r": [insert(2, 200), delete(1, 100)]},
+                    {"l": [insert(1, 11)], "r": [delete(2, 200), insert(3, 300)]},
+                    {"l": [insert(4, 40)], "r": [insert(4, 400), delete(3, 300)]}):
+        before = compilations(spark)
+        m.run(**changes)
+        compiled.append(compilations(spark) - before)
+    # runs 2-4 have one plan shape: 3 and 4 find run 2's classes (with Spark's default of 100 cached
+    # classes each compiled about 200, as many as run 2)
+    assert max(compiled[2:]) <= 10, compiled
+    assert m.result == {(2, 20, None): 1, (3, 30, None): 1, (1, 11, None): 1, (4, 40, 400): 1}
