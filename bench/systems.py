@@ -137,7 +137,7 @@ class StreamjoinModel:
 
         path = self.tables.result
         schema = from_arrow_schema(pa.schema(DeltaTable(path).schema().to_arrow()))
-        files = delta_log.data_files(path, delta_log.version(path), partition_column="_bucket")
+        files = delta_log.data_files(path, delta_log.version(path))
         data = StructType([f for f in schema.fields if f.name != "_bucket"])
         return plain(delta_log.read(self.spark, files, data))
 
