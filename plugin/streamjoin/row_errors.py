@@ -16,13 +16,13 @@ from __future__ import annotations
 import base64
 import json
 import re
-
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from .errors import InputError
+from .types import RowKind
 
 START, END = "streamjoin-input-error[", "]"
 _ENCODED = re.compile(re.escape(START) + r"([A-Za-z0-9+/=\s]+)" + re.escape(END))
@@ -33,11 +33,11 @@ def user_struct(columns: Sequence[str]) -> Column:
     return F.struct(*[F.col(c).alias(c.split("__", 1)[-1]) for c in columns])
 
 
-def retraction_examples(rows: DataFrame, columns: Sequence[str], *, kind: str = "_kind") -> str:
-    """Up to three of the rows whose row kind (`kind`) is not `+I`, as "kind {row}" text for an
-    error saying an input must be append-only (one small job, on that failure path only)."""
-    shown = rows.where(F.col(kind) != "+I").limit(3).select(
-        F.col(kind).alias("kind"), F.to_json(user_struct(columns)).alias("row")).collect()
+def retraction_examples(rows: DataFrame, columns: Sequence[str]) -> str:
+    """Up to three of the rows whose row kind (`_kind`) is not an insertion, as "kind {row}" text for
+    an error saying an input must be append-only (one small job, on that failure path only)."""
+    shown = rows.where(F.col("_kind") != RowKind.INSERT.value).limit(3).select(
+        F.col("_kind").alias("kind"), F.to_json(user_struct(columns)).alias("row")).collect()
     return "; ".join(f"{r['kind']} {r['row']}" for r in shown)
 
 
