@@ -13,6 +13,26 @@ def compilations(spark) -> int:
     return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
 
 
+def cache_capacity(spark) -> int:
+    """The most generated classes this JVM's code generator keeps (Spark 4.2's private fields)."""
+    jvm = spark._jvm
+    owner = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator$")
+    cache = private_field(owner, owner.getDeclaredField("MODULE$").get(None), "cache")
+    guava = private_field(cache.getClass().getSuperclass(), cache, "cache")
+    local = private_field(guava.getClass().getSuperclass(), guava, "localCache")
+    return private_field(local.getClass(), local, "maxWeight")
+
+
+def private_field(owner, instance, name: str):
+    field = owner.getDeclaredField(name)
+    field.setAccessible(True)
+    return field.get(instance)
+
+
+def test_the_cache_takes_its_size_from_the_session(spark):
+    assert cache_capacity(spark) == int(spark.conf.get("spark.sql.codegen.cache.maxEntries")) == 4096
+
+
 def test_later_runs_of_a_model_compile_almost_nothing(spark, tmp_path):
     m = Scenario(spark, tmp_path, SQL, **INPUTS)
     compiled = []

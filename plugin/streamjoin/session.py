@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
@@ -78,6 +78,17 @@ def apply_runtime_defaults(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
     skip_local_checksum_files(spark)
+    size_generated_class_cache(spark)
+
+
+def size_generated_class_cache(spark: SparkSession) -> None:
+    """Create Spark's cache of generated classes now, on this driver thread, so that it takes its size
+    from the session (`spark.sql.codegen.cache.maxEntries`).
+
+    The cache is sized once per JVM, by whichever thread first generates code; a thread that sees no
+    session's settings (Spark's fallback) would size it at Spark's default of 100 for the JVM's life."""
+    codegen = spark._jvm.org.apache.spark.sql.catalyst.expressions.codegen
+    getattr(codegen, "CodeGenerator$").__getattr__("MODULE$")
 
 
 def skip_local_checksum_files(spark: SparkSession) -> None:
