@@ -56,22 +56,6 @@ def dbt(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Op
     return Invocation(done.returncode, done.stdout + done.stderr, results)
 
 
-def rows(path: Path, *, drop: Sequence[str] = ("_bucket",)) -> List[tuple]:
-    """A Delta table's rows (latest version) as sorted tuples, timestamps as 'HH:MM'."""
-    if not DeltaTable.is_deltatable(str(path)):
-        return []
-    table = DeltaTable(str(path)).to_pyarrow_table()
-    names = [n for n in table.column_names if n not in drop]
-    out = [tuple(_plain(r[n]) for n in names) for r in table.select(names).to_pylist()]
-    return sorted(out, key=repr)
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "strftime"):
-        return value.strftime("%H:%M")
-    return value
-
-
 def versions(paths: Sequence[Path]) -> Dict[str, Optional[int]]:
     """Each Delta table's latest version (None where there is no table)."""
     return {str(p): DeltaTable(str(p)).version() if DeltaTable.is_deltatable(str(p)) else None for p in paths}

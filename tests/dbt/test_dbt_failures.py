@@ -16,7 +16,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from dbt_process import REPO, Invocation, dbt, rows, versions
+from dbt_process import REPO, Invocation, dbt, versions
+from example_results import rows
 
 pytestmark = pytest.mark.slow
 
