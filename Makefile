@@ -31,9 +31,10 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 	$(FLINK_VENV)/bin/pip install --quiet -r $(FLINK_LOCK)
 	touch $(FLINK_STAMP)
 
-# Spark runs of small tests are latency-bound, so three test processes share the two cores.
+# Spark runs of small tests are latency-bound, so three test processes share the two cores. Each takes
+# whole modules in collection order, the longest first (tests/conftest.py), not by their number of tests.
 test: setup flink-setup $(BENCH_STAMP)
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile --durations=40 tests
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=40 tests
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json

@@ -13,3 +13,21 @@ def spark():
     session = local_session(app_name="streamjoin-tests", conf={"spark.sql.shuffle.partitions": "1",
                                                                 "spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
     yield session
+
+
+#: Modules that take minutes, the longest first (from CI's `--durations`). Test processes take whole
+#: modules (`--dist loadfile`) in collection order: starting with these, and leaving the short modules
+#: to fill in around them, keeps a long module from starting last and running alone at the end.
+LONGEST_FIRST = (
+    "tests/dbt/test_dbt_end_to_end.py", "tests/test_conformance.py", "tests/test_multiway_conformance.py",
+    "tests/airflow/test_dag_end_to_end.py", "tests/test_interval_join.py", "tests/cluster/test_cluster.py",
+    "tests/test_temporal_join.py", "tests/test_flink_agreement.py", "tests/test_regular_properties.py",
+    "tests/test_multiway_property.py", "tests/dbt/test_dbt_failures.py", "tests/test_exactly_once.py",
+    "tests/test_interval_property.py", "tests/dbt_adapter/test_adapter_end_to_end.py",
+    "tests/test_regular_scenarios.py", "tests/test_retention.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
