@@ -21,8 +21,6 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "200",
     # also inside a run's persisted intermediate results (else each keeps every initial partition)
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
-    # `file:` tables (on any master): no Hadoop `.crc` file beside each data file (see skip_local_checksum_files)
-    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
     "spark.locality.wait": "0s",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     "spark.ui.enabled": "false",
@@ -77,7 +75,6 @@ def apply_runtime_defaults(spark: SparkSession) -> None:
     """Settings a run relies on, applied to any session (also one dbt or a cluster created)."""
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     spark.conf.set("spark.sql.limit.initialNumPartitions", DEFAULTS["spark.sql.limit.initialNumPartitions"])
-    skip_local_checksum_files(spark)
     size_generated_class_cache(spark)
 
 
@@ -89,19 +86,3 @@ def size_generated_class_cache(spark: SparkSession) -> None:
     session's settings (Spark's fallback) would size it at Spark's default of 100 for the JVM's life."""
     codegen = spark._jvm.org.apache.spark.sql.catalyst.expressions.codegen
     getattr(codegen, "CodeGenerator$").__getattr__("MODULE$")
-
-
-def skip_local_checksum_files(spark: SparkSession) -> None:
-    """Stop Hadoop's local file system (`file:` tables, whatever the master) writing a `.crc` file
-    beside each file it writes.
-
-    A run writes dozens of small data files; their `.crc` twins cost as much again to create
-    and rename, and no Delta reader uses them. A session started with `DEFAULTS` already uses
-    Hadoop's raw local file system, which writes none, on the driver and every executor
-    (`spark.hadoop.fs.file.impl`; it can only be set before the session starts). For a session
-    started without it, this switches the driver's cached local file system, which in local mode
-    every task shares; a cluster's executors then keep writing checksums."""
-    jvm = spark._jvm
-    local = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"),
-                                                    spark.sparkContext._jsc.hadoopConfiguration())
-    local.setWriteChecksum(False)
