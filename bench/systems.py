@@ -261,9 +261,13 @@ def write_stream_files(batches: list[dict[str, pa.Table]], folder: Path) -> None
 
 def spark_streaming(spark: SparkSession, workload: Workload, folder: Path) -> dict[str, Any]:
     """The same SQL as a stream-stream join: availableNow, one file per input per micro-batch,
-    RocksDB state store, event-time watermarks (no delay: every input is in time order)."""
+    RocksDB state store, event-time watermarks (no delay: every input is in time order), and as
+    many shuffle partitions as cores: a stateful query keeps its first partition count for good
+    (adaptive execution does not coalesce it), and each partition is a state store per side."""
     spark.conf.set("spark.sql.streaming.stateStore.providerClass",
                    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
     for item in workload.inputs:
         schema = spark.read.parquet(str(folder / "in" / item.name)).schema
         stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
@@ -279,6 +283,7 @@ def spark_streaming(spark: SparkSession, workload: Workload, folder: Path) -> di
                  .start(str(out)))
         query.awaitTermination()
         seconds = time.perf_counter() - started
+    spark.conf.set("spark.sql.shuffle.partitions", partitions)
     progress = query.recentProgress
     return {"seconds": seconds, "micro_batches": len(progress), "peak_rss_bytes": memory.peak,
             "state_bytes": folder_bytes(str(folder / "checkpoint" / "state"))}
