@@ -47,6 +47,24 @@ from {{ l.relation }} as {{ l.alias }}
 {%- endmacro %}
 
 
+{#-- window_join: a window join, as Flink writes it. Both inputs (append-only, each with an
+     event_time) go through the same window table function — `window` 'tumble', 'hop' or
+     'cumulate' over `time`, of `size` (a duration such as '5 minutes'), with `slide` (hop: the
+     slide; cumulate: the step) and an optional `offset` — and join on `on` within each window,
+     once the watermark passes the window's end. join_type 'inner', 'left', 'right', 'full',
+     'semi' or 'anti'. `columns` may name L/R aliases' window_start, window_end and window_time. --#}
+{% macro window_join(left, right, on, time, window, size, slide=none, offset=none, join_type='inner', columns=none, where=none, extra_on=[]) -%}
+  {%- set l = streamjoin._join_input(left) -%}
+  {%- set r = streamjoin._join_input(right) -%}
+  {%- set bounds = [l.alias ~ '.window_start = ' ~ r.alias ~ '.window_start',
+                    l.alias ~ '.window_end = ' ~ r.alias ~ '.window_end'] -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ streamjoin._window_table(l.relation, time, window, size, slide, offset) }} as {{ l.alias }}
+{{ streamjoin._join_keyword(join_type) }} {{ streamjoin._window_table(r.relation, time, window, size, slide, offset) }} as {{ r.alias }}
+  {{ streamjoin._on_and_where(l, r, on, bounds + extra_on, where) }}
+{%- endmacro %}
+
+
 {#-- multi_join: several inputs joined on one shared key, each to the first input.
      `key` is the column name every input shares, or a list with one name per input;
      `join_types` has one entry per input after the first ('inner' or 'left'). --#}
@@ -124,6 +142,22 @@ where {{ where }}
     {%- do pairs.append(left_alias ~ '.' ~ lc ~ ' = ' ~ right_alias ~ '.' ~ rc) -%}
   {%- endfor -%}
   {{ return(pairs | join(' and ')) }}
+{%- endmacro %}
+
+
+{#-- TABLE(TUMBLE|HOP|CUMULATE(TABLE relation, DESCRIPTOR(time), [slide,] size [, offset])) --#}
+{% macro _window_table(relation, time, window, size, slide, offset) -%}
+  {%- set kind = window | upper -%}
+  {%- if kind not in ('TUMBLE', 'HOP', 'CUMULATE') -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.window_join: window '" ~ window ~ "' is not 'tumble', 'hop' or 'cumulate'") -%}
+  {%- endif -%}
+  {%- if (kind == 'TUMBLE') != (slide is none) -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.window_join: " ~ ("a tumble window takes no `slide`" if kind == 'TUMBLE' else "a " ~ window ~ " window needs `slide` (hop: the slide; cumulate: the step)")) -%}
+  {%- endif -%}
+  {%- set sizes = ([slide] if slide is not none else []) + [size] + ([offset] if offset is not none else []) -%}
+  {%- set args = [] -%}
+  {%- for duration in sizes -%}{%- do args.append(streamjoin._interval(duration)[2:]) -%}{%- endfor -%}
+  {{ return('table(' ~ kind | lower ~ '(table ' ~ relation ~ ', descriptor(' ~ time ~ '), ' ~ (args | join(', ')) ~ '))') }}
 {%- endmacro %}
 
 

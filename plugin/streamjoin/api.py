@@ -45,6 +45,7 @@ from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
                    closest_key, unknown_keys)
 from .sql.compiler import compile_sql
+from .sql import windows
 from .sql.plan import JoinPlan
 from .storage import delta_log, formats
 from .storage.tables import ModelTables
@@ -190,7 +191,7 @@ def _relations(inputs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     return {name: str(raw.get("relation") or name) for name, raw in inputs.items()}
 
 
-def _table_key(table: exp.Table) -> tuple[str, ...]:
+def _table_key(table: exp.Table | exp.Column) -> tuple[str, ...]:
     return tuple(p.name.lower() for p in table.parts)
 
 
@@ -208,11 +209,11 @@ def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     """
     by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
     try:
-        tree = sqlglot.parse_one(sql, read="spark")
+        tree = sqlglot.parse_one(windows.parseable(sql), read="spark")
     except sqlglot.errors.ParseError as exc:
         raise ConfigError(f"cannot parse the SQL: {exc}", model=model) from exc
     spans: list[tuple[int, int, str]] = []  # start, end (exclusive), input name
-    for table in tree.find_all(exp.Table):
+    for table in [*tree.find_all(exp.Table), *windows.window_inputs(tree)]:
         starts = [p.meta.get("start") for p in table.parts]
         if _table_key(table) in by_key and None not in starts:
             start, end = min(starts), max(p.meta["end"] for p in table.parts) + 1
@@ -300,10 +301,13 @@ def _snapshot_select(base: str, spec: InputSpec, table_version: int | None) -> s
     """SQL for an input's rows at a version (None: no table yet, no rows), its files linked under `base`."""
     files = formats.snapshot_files(spec, table_version) if table_version is not None else []
     if not files:
-        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.as_queried().columns)
         return f"SELECT {typed} WHERE false"
     folder = _link_snapshot(base, table_version, files)
-    return formats.snapshot_sql(spec, f"parquet.{q(folder)}")
+    rows = formats.snapshot_sql(spec, f"parquet.{q(folder)}")
+    if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
+        return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
+    return rows
 
 
 def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str,
@@ -350,7 +354,7 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
 def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
     """The SQL with each input relation replaced by a subquery, keeping its alias (or name)."""
     by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
-    tree = sqlglot.parse_one(sql, read="spark")
+    tree = windows.to_spark(sqlglot.parse_one(windows.parseable(sql), read="spark"))
 
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and _table_key(node) in by_key:

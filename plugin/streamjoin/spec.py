@@ -6,7 +6,7 @@ problem before raising one `ConfigError`.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Iterable, Literal, Mapping
 
@@ -24,7 +24,7 @@ ROW_KIND_COLUMN = "_row_kind"
 RUN_ID_COLUMN = "_run_id"
 #: The keys of an input's declaration (`InputSpec.from_dict`).
 INPUT_KEYS = ("columns", "unique_key", "event_time", "watermark_delay", "location", "changelog_format", "op_column",
-              "delete_column", "sequence_column")
+              "delete_column", "sequence_column", "proc_time")
 
 
 def unknown_keys(raw: Iterable[str], known: Iterable[str], *, where: str = "", noun: str = "key") -> list[str]:
@@ -67,7 +67,9 @@ class InputSpec:
     rows carry their row kind: `changelog` (a row kind column), `append` (insert-only events),
     `cdf` (a Delta table's change data feed), `debezium` (`before`/`after`/`op` envelopes) or
     `upsert` (each row is the latest version of its `unique_key`; `delete_column` marks deletes,
-    `sequence_column` orders versions of a key that arrive in one run).
+    `sequence_column` orders versions of a key that arrive in one run). `proc_time` names a
+    processing-time column the input does not hold (Flink's `PROCTIME()`): its value is the time
+    of the run that reads the row, and lookup joins (`FOR SYSTEM_TIME AS OF` it) read by it.
     """
 
     name: str
@@ -80,10 +82,17 @@ class InputSpec:
     op_column: str = ROW_KIND_COLUMN
     delete_column: str | None = None
     sequence_column: str | None = None
+    proc_time: str | None = None
 
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    def as_queried(self) -> "InputSpec":
+        """The input as its model's SQL sees it: with its processing-time column, if it declares one."""
+        if self.proc_time is None:
+            return self
+        return replace(self, columns=self.columns + (Column(self.proc_time, "timestamp"),))
 
     def column_type(self, name: str) -> str:
         for c in self.columns:
@@ -137,6 +146,11 @@ class InputSpec:
         sequence = raw.get("sequence_column")
         if sequence is not None and str(sequence).lower() not in names:
             problems.append(f"input '{name}': sequence_column '{sequence}' is not one of its columns")
+        proc_time = raw.get("proc_time")
+        if proc_time is not None and str(proc_time).lower() in names:
+            problems.append(f"input '{name}': proc_time '{proc_time}' names a column the input holds; it declares a "
+                            "column the run adds (the time of the run that reads a row), so leave it out of columns "
+                            "or pick another name")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -150,6 +164,7 @@ class InputSpec:
             op_column=raw.get("op_column") or DEFAULT_OP_COLUMNS.get(fmt, ROW_KIND_COLUMN),
             delete_column=raw.get("delete_column"),
             sequence_column=sequence,
+            proc_time=proc_time,
         )
 
 

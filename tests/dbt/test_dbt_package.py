@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from dbt_process import REPO, Invocation, dbt
+from streamjoin.api import rename_relations
+from streamjoin.spec import InputSpec
+from streamjoin.sql.compiler import compile_sql
 
 PROJECT_YML = """
 name: shop
@@ -62,6 +65,10 @@ MODELS = {
     "orders_by_region": "{{ config(materialized='streaming_join') }}\n"
                         "select o.order_id, a.region from {{ source('crm', 'orders') }} o "
                         "left join {{ source('crm', 'accounts') }} a on o.account_id = a.account_id",
+    "orders_windows": "{{ config(materialized='streaming_join') }}\n"
+                      "{{ streamjoin.window_join(source('crm', 'orders'), source('crm', 'accounts'), on='account_id', "
+                      "time='ts', window='hop', size='10 minutes', slide='5 minutes', join_type='left', "
+                      "columns=['orders.order_id', 'accounts.region', 'orders.window_end']) }}",
 }
 
 
@@ -103,7 +110,21 @@ def test_the_package_adds_only_macros_to_the_users_project(compiled: Compiled) -
 
 def test_compile_renders_every_node_without_starting_spark(compiled: Compiled) -> None:
     results = compiled.compile.results
-    assert len(results) == 5 and {r["status"] for r in results.values()} == {"success"}
+    assert len(results) == 6 and {r["status"] for r in results.values()} == {"success"}
     assert "left join crm.accounts a" in results["orders_by_region"]["compiled_code"]
     assert not (compiled.local_dir / "metastore_db").exists()
     assert "Starting SparkSession" not in (compiled.local_dir / "logs" / "dbt.log").read_text()
+
+
+def test_the_window_join_macro_renders_flinks_window_table_functions(compiled: Compiled) -> None:
+    code = compiled.compile.results["orders_windows"]["compiled_code"]
+    hop = "table(hop(table crm.{}, descriptor(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE))"
+    assert f"from {hop.format('orders')} as orders" in code and f"left join {hop.format('accounts')} as accounts" in code
+    sql = code[code.index("select"):code.rindex("window_end") + len("window_end")]
+    specs = {name: InputSpec.from_dict(name, {"columns": [["account_id", "bigint"], [column, "string"], ["ts", "timestamp"]],
+                                             "event_time": "ts"})
+             for name, column in (("orders", "order_id"), ("accounts", "region"))}
+    plan = compile_sql("orders_windows", rename_relations("orders_windows", sql, {"orders": "crm.orders",
+                                                                                   "accounts": "crm.accounts"}), specs)
+    assert "left window join j1 ON `orders__account_id` = `accounts__account_id`" in plan.explain()
+    assert str(plan.root.window) == "per window HOP(ts, size 600s, slide 300s), fired at its end"

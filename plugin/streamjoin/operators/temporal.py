@@ -32,8 +32,6 @@ commit metadata of both tables.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -49,7 +47,7 @@ from ..storage.formats import ORDER
 from ..storage.writes import FileActions, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
-from .event_time import US, as_text, micros
+from .event_time import US, Clock, as_text, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -62,38 +60,9 @@ COMPACT_AT = 8  # files in a state table that make the run rewrite it with its l
 PROBE, VERSIONS = "probe", "versions"
 
 
-@dataclass(frozen=True)
-class Clock:
-    """The timing a temporal join carries from run to run (microseconds since the epoch)."""
-
-    watermark: int | None = None
-    max_time: dict[str, int | None] = field(default_factory=lambda: {PROBE: None, VERSIONS: None})
-
-    def metadata(self) -> dict[str, str]:
-        return {META_KEY: json.dumps({"watermark": self.watermark, "watermark_utc": as_text(self.watermark),
-                                      "max_time": self.max_time})}
-
-    @classmethod
-    def load(cls, path: str, version: int | None) -> "Clock":
-        raw = delta_log.latest_metadata(path, META_KEY, version) if version is not None else None
-        if not raw:
-            return cls()
-        body = json.loads(raw)
-        return cls(watermark=body["watermark"], max_time=body["max_time"])
-
-    def advance(self, run_max: dict[str, int | None], delays: dict[str, int]) -> "Clock":
-        """The clock after a run whose inputs' largest event times were `run_max`."""
-        max_time = {s: max((t for t in (self.max_time[s], run_max[s]) if t is not None), default=None)
-                    for s in self.max_time}
-        watermark = self.watermark
-        if all(t is not None for t in max_time.values()):
-            candidate = min(max_time[s] - delays[s] for s in max_time)  # type: ignore[operator]
-            watermark = candidate if watermark is None else max(watermark, candidate)
-        return replace(self, watermark=watermark, max_time=max_time)
-
-    def horizon(self, lateness_us: int) -> int | None:
-        """The time at or before which only the last entry per key stays in state."""
-        return None if self.watermark is None else self.watermark - lateness_us
+def horizon(clock: Clock, lateness_us: int) -> int | None:
+    """The time at or before which only the last entry per key stays in state."""
+    return None if clock.watermark is None else clock.watermark - lateness_us
 
 
 class TemporalJoin:
@@ -183,7 +152,7 @@ class TemporalJoin:
         stats = self.statistics(probes, incoming)
         if stats[PROBE]["retractions"]:
             self.reject_retractions(probes, stats[PROBE]["retractions"])
-        old = Clock.load(self.paths[PROBE], self.table_versions[PROBE])
+        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.paths[PROBE], self.table_versions[PROBE])
         clock = old.advance({s: stats[s]["max_time"] for s in (PROBE, VERSIONS)},
                             {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
         w_old, w_new = old.watermark, clock.watermark
@@ -205,7 +174,7 @@ class TemporalJoin:
         version_files, stored_entries = self.stored(VERSIONS)
         entries_cols = [*self.versions.columns, RUN, POS, DELETED]
         with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
-        kept = self.clean(self.resolve(with_time(stored_entries)), old.horizon(self.lateness_us))
+        kept = self.clean(self.resolve(with_time(stored_entries)), horizon(old, self.lateness_us))
         new_entries = with_time(incoming.where(col("_kind") != RowKind.UPDATE_BEFORE.value).select(
             *[col(c) for c in self.versions.columns], F.lit(x.run_id).cast("long").alias(RUN), col(POS),
             (col("_kind") == RowKind.DELETE.value).alias(DELETED))).where(~self.versions.null_key())
@@ -228,12 +197,12 @@ class TemporalJoin:
         output = persist(consolidate(reduce(DataFrame.unionByName, outputs), out_cols))
 
         # state
-        horizon = clock.horizon(self.lateness_us)
+        cutoff = horizon(clock, self.lateness_us)
         still = pending.where(~is_due).select(*cols)
         waiting = arrived.withColumn(PTIME, micros(col(self.spec.probe_time))).where(~is_due).select(*cols)
         self.stage(PROBE, probe_files, waiting, still, clock)
         self.stage(VERSIONS, version_files, new_entries.select(*entries_cols),
-                   self.clean(entries, horizon).select(*entries_cols), clock)
+                   self.clean(entries, cutoff).select(*entries_cols), clock)
         self.record(clock, due, padded)
         return output
 

@@ -10,17 +10,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from ..operators.interval import run_interval_join
+from ..operators.lookup import run_lookup_join
 from ..operators.multiway import run_multi_join
 from ..operators.regular import JoinSide, RegularJoin
 from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
-from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from ..operators.window import run_window_join
+from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, Windowing
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable
 from ..storage.tables import ModelTables
 from ..storage.writes import RunWriter, StagedWrite
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate, from_changelog
+
+
+WINDOW = "_window"  # the window a row of a window table function is in, while its columns are computed
 
 
 def _millis(duration) -> int | None:
@@ -41,6 +46,7 @@ class Executor:
     persist: Callable[[DataFrame], DataFrame]
     writer: RunWriter  # every table write of the run, in one Spark job
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
+    input_versions: Mapping[str, int]  # per input: the version of its Delta table this run reads to
     staged: list[StagedWrite] = field(default_factory=list)
     input_changes: dict[str, DataFrame] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
@@ -52,7 +58,7 @@ class Executor:
             spec = self.plan.inputs[node.input]
             if node.derived:  # computed columns: their types are what Spark makes of them
                 return self.project(node, self.spark.createDataFrame([], data_schema(spec))).schema
-            return StructType([StructField(internal, declared_type(spec.column_type(name)))
+            return StructType([StructField(internal, declared_type(spec.as_queried().column_type(name)))
                                for name, internal in node.columns])
         if isinstance(node, Join):
             left = self.schema(node.left)
@@ -83,21 +89,33 @@ class Executor:
             if node.time_bound is not None:
                 return run_interval_join(self, node)
             if node.temporal is not None:
-                return run_temporal_join(self, node)
+                lookup = node.temporal.processing_time
+                return run_lookup_join(self, node) if lookup else run_temporal_join(self, node)
+            if node.window is not None:
+                return run_window_join(self, node)
             return self.regular_join(node)
         return run_multi_join(self, node)
 
-    @staticmethod
-    def project(node: Scan, rows: DataFrame, *extra: SparkColumn) -> DataFrame:
-        """An input's rows as a scan sees them: a derived table's WHERE applied, its columns computed
-        under their internal names (plus `extra` columns of the input rows)."""
+    def project(self, node: Scan, rows: DataFrame, *extra: SparkColumn) -> DataFrame:
+        """An input's rows as a scan sees them: its processing time and windows added, a derived
+        table's WHERE applied, its columns computed under their internal names (plus `extra`
+        columns of the input rows)."""
+        if node.proc_time:
+            rows = rows.withColumn(node.proc_time, F.timestamp_millis(F.lit(self.now_ms)))
+        if node.windows and node.windows.tvf:  # one row per window (HOP and CUMULATE windows overlap)
+            start, end = col(WINDOW)["start"], col(WINDOW)["end"]
+            rows = rows.withColumn(WINDOW, F.explode(F.expr(node.windows.tvf.windows_sql()))).withColumns(dict(zip(
+                Windowing.COLUMNS, (F.timestamp_micros(start), F.timestamp_micros(end), F.timestamp_micros(end - 1000))
+            ))).drop(WINDOW)
         for f in node.source_filters:
             rows = rows.where(F.expr(f))
         return rows.select(*[F.expr(src).alias(internal) for src, (_, internal) in zip(node.column_sources, node.columns)],
                            *extra)
 
-    def scan(self, node: Scan) -> DataFrame:
-        renamed = self.project(node, self.input_change(node.input), col(WEIGHT))
+    def scan(self, node: Scan, rows: DataFrame | None = None) -> DataFrame:
+        """The scan's weighted rows: of `rows` (the input's weighted rows), by default its change this run."""
+        rows = self.input_change(node.input) if rows is None else rows
+        renamed = self.project(node, rows, col(WEIGHT))
         for f in node.filters:
             renamed = renamed.where(F.expr(f))
         return renamed

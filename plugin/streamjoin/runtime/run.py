@@ -247,7 +247,8 @@ class Run:
                 progress.read(counts)
                 with phases("join"):
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
-                                        self.intermediates.keep, writer, int(manifest["started"] * 1000))
+                                        self.intermediates.keep, writer, int(manifest["started"] * 1000),
+                                        {name: o["end"] for name, o in offsets.items()})
                     output = self.intermediates.keep(executor.output())
                     result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
                                           inserts_only=executor.output_inserts_only())

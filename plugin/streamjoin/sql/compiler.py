@@ -28,12 +28,13 @@ from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
-from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan
+from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, Windowing, Windows
 from .scope import Binding, Scope
-from .strategy import choose_strategy
+from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
-from .temporal import AsOf, as_of, bind_temporal, keep_binary, reject_as_of
+from .temporal import AsOf, as_of, bind_temporal, reject_as_of
 from .time_bounds import extract_time_bound
+from .windows import bind_window_joins, input_table, parseable, window_call, window_view
 
 _UNSUPPORTED_CLAUSES = {
     "group": "GROUP BY",
@@ -70,7 +71,7 @@ class _Compiler:
     # -- entry ------------------------------------------------------------------------------
     def compile(self) -> JoinPlan:
         try:
-            tree = sqlglot.parse_one(self.sql, read="spark")
+            tree = sqlglot.parse_one(parseable(self.sql), read="spark")
         except sqlglot.errors.ParseError as exc:
             raise CompileError(f"cannot parse the SQL: {exc}", model=self.model) from exc
         if not isinstance(tree, exp.Select):
@@ -93,6 +94,7 @@ class _Compiler:
         post_filters.extend(leftover)
         root = extract_time_bound(root, self.prefixes, self.fail)
         root = bind_temporal(root, self.as_of, self.prefixes, self.fail)
+        root = bind_window_joins(root, self.prefixes, self.fail)
         self.check_equi(root)
         outputs = self.outputs(tree, scope, root)
         plan = JoinPlan(
@@ -104,7 +106,8 @@ class _Compiler:
             filters=tuple(scope.render(f, self.fail) for f in post_filters),
             outputs=tuple(outputs),
         )
-        return keep_binary(plan, self.fail) if plan.is_temporal else choose_strategy(plan, self.fail)
+        kind = plan.binary_only()
+        return keep_binary(plan, self.fail, kind) if kind else choose_strategy(plan, self.fail)
 
     # -- checks -----------------------------------------------------------------------------
     def check_select(self, select: exp.Select, *, top: bool) -> None:
@@ -128,10 +131,17 @@ class _Compiler:
     def bind(self, table: exp.Expression, scope: Scope) -> Scan:
         if isinstance(table, exp.Subquery):
             return bind_derived(self, table, scope)
+        call = window_call(table)
+        if call is not None:
+            spec = self.input_spec(input_table(call))
+            view, tvf = window_view(call, spec.as_queried(), self.fail)
+            scan = self.register(table.alias or spec.name, view, spec, scope, table)
+            parts = dict(zip(Windowing.COLUMNS, ("start", "end", "time")))
+            return replace(scan, windows=Windows(str(tvf), tuple((i, parts[n]) for n, i in scan.columns if n in parts), tvf))
         if not isinstance(table, exp.Table):
             raise self.fail(f"{type(table).__name__} in FROM is not supported: join named inputs only", table)
         spec = self.input_spec(table)
-        return self.register(table.alias_or_name, spec, spec, scope, table)
+        return self.register(table.alias_or_name, spec.as_queried(), spec, scope, table)
 
     def input_spec(self, table: exp.Table) -> InputSpec:
         spec = self.inputs.get(table.name.lower()) or self.inputs.get(".".join(p.name for p in table.parts).lower())
@@ -154,7 +164,7 @@ class _Compiler:
         self.prefixes[prefix] = view
         binding = Binding(alias, view, prefix)
         scope.bindings[alias.lower()] = binding
-        return Scan(input=spec.name, alias=prefix,
+        return Scan(input=spec.name, alias=prefix, proc_time=spec.proc_time,
                     columns=tuple((c.name, binding.internal(c.name)) for c in view.columns), **derived)
 
     def next_id(self) -> str:

@@ -24,8 +24,9 @@ from ..errors import CompileError
 from ..spec import Column, InputSpec
 from ..types import q
 from .conditions import has_subquery, predicates
-from .plan import Scan
+from .plan import Scan, Windowing, Windows
 from .scope import Binding, Scope
+from .windows import input_table, spark_windows, window_call, window_view
 
 
 class TableBinder(Protocol):
@@ -51,27 +52,44 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     if not table.alias:
         raise fail("a subquery in FROM needs an alias", table)
     binder.check_select(sub, top=True)
-    spec = binder.input_spec(from_.this)
-    own = from_.this.alias_or_name
-    inner = Scope(bindings={own.lower(): Binding(own, spec, own)})
+    call = window_call(from_.this)
+    if call is None:
+        spec = binder.input_spec(from_.this)
+        source, tvf, own = spec.as_queried(), None, from_.this.alias_or_name
+    else:  # (SELECT ... FROM TABLE(TUMBLE(TABLE t, ...))): the window function's rows, with their windows
+        spec = binder.input_spec(input_table(call))
+        (source, tvf), own = window_view(call, spec.as_queried(), fail), from_.this.alias or spec.name
+    inner = Scope(bindings={own.lower(): Binding(own, source, own)})
     where = predicates(sub.args["where"].this) if sub.args.get("where") else []
     for x in where:
         if has_subquery(x):
             raise fail("a subquery inside a subquery in FROM is not supported", x)
     columns: list[tuple[str, str, str]] = []  # name, Spark SQL over the input's columns, type ('' if computed)
+    bodies: list[tuple[str, exp.Expression]] = []
     for e in sub.expressions:
         if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
-            columns += [(c.name, q(c.name), c.type) for c in spec.columns]
+            columns += [(c.name, q(c.name), c.type) for c in source.columns]
             continue
         body = e.this if isinstance(e, exp.Alias) else e
         name = e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else e.sql("spark")
-        kind = spec.column_type(inner.resolve(body, fail)[1]) if isinstance(body, exp.Column) else ""
+        kind = source.column_type(inner.resolve(body, fail)[1]) if isinstance(body, exp.Column) else ""
         columns.append((name, inner.render(body, fail, as_input_columns=True), kind))
+        bodies.append((name, body))
     names = [n.lower() for n, _, _ in columns]
     if len(set(names)) < len(names):
         raise fail("a subquery in FROM selects two columns of the same name; alias them apart", table)
     passed_time = [n for n, src, _ in columns if spec.event_time and src == q(spec.event_time)]
     view = replace(spec, columns=tuple(Column(n, t) for n, _, t in columns), unique_key=(),
                    event_time=passed_time[0] if passed_time else None)
-    return binder.register(table.alias, view, spec, scope, table, sources=tuple(src for _, src, _ in columns),
+    scan = binder.register(table.alias, view, spec, scope, table, sources=tuple(src for _, src, _ in columns),
                            source_filters=tuple(inner.render(x, fail, as_input_columns=True) for x in where))
+    internal = {name.lower(): inside for name, inside in scan.columns}
+    if tvf is not None:  # the window columns it selects as they are
+        parts = {q(c): p for c, p in zip(Windowing.COLUMNS, ("start", "end", "time"))}
+        found = {internal[n.lower()]: parts[src] for n, src, _ in columns if src in parts}
+        return replace(scan, windows=Windows(str(tvf), tuple(found.items()), tvf))
+    made = spark_windows(bodies, spec, fail)
+    if made is None:
+        return scan
+    window_spec, by_name = made
+    return replace(scan, windows=Windows(window_spec, tuple((internal[n.lower()], p) for n, p in by_name.items())))

@@ -23,6 +23,59 @@ def internal_name(alias: str, column: str) -> str:
 
 
 @dataclass(frozen=True)
+class Windowing:
+    """A window table function over an input (Flink's TUMBLE, HOP and CUMULATE): the windows a
+    row belongs to, by its event time `time` (the input's own column name). Times in microseconds;
+    `step` is HOP's slide and CUMULATE's step (the size for TUMBLE).
+
+    >>> w = Windowing("HOP", "ts", size=600_000_000, step=300_000_000)
+    >>> str(w)
+    'HOP(ts, size 600s, slide 300s)'
+    """
+
+    kind: str
+    time: str
+    size: int
+    step: int
+    offset: int = 0
+
+    COLUMNS = ("window_start", "window_end", "window_time")  # what the function adds to each row
+
+    def __str__(self) -> str:
+        step = {"HOP": f", slide {self.step / 1e6:g}s", "CUMULATE": f", step {self.step / 1e6:g}s"}.get(self.kind, "")
+        offset = f", offset {self.offset / 1e6:g}s" if self.offset else ""
+        return f"{self.kind}({self.time}, size {self.size / 1e6:g}s{step}{offset})"
+
+    def windows_sql(self) -> str:
+        """Spark SQL over the input's columns: the row's windows, an array of struct<start, end>
+        (microseconds since the epoch)."""
+        t = f"unix_micros({q(self.time)})"
+        first = f"({t} - pmod({t} - {self.offset}, {self.step if self.kind == 'HOP' else self.size}))"
+        if self.kind == "TUMBLE":
+            return f"array(named_struct('start', {first}, 'end', {first} + {self.size}))"
+        if self.kind == "HOP":  # the latest window starting at or before t, and those before it that still hold t
+            starts = f"transform(sequence(0, {self.size // self.step - 1}), i -> {first} - i * {self.step})"
+            return (f"transform(filter({starts}, s -> s + {self.size} > {t}), "
+                    f"s -> named_struct('start', s, 'end', s + {self.size}))")
+        ends = f"transform(sequence(1, {self.size // self.step}), i -> {first} + i * {self.step})"  # CUMULATE
+        return f"transform(filter({ends}, e -> e > {t}), e -> named_struct('start', {first}, 'end', e))"
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The window columns of a scan: from a window table function (`tvf`, computed before the
+    scan's own columns) or from Spark's `window()` in a derived table. A join equating the
+    windows of two scans with the same `spec` is a window join."""
+
+    spec: str  # how rows are assigned to windows; equal on both sides of a window join
+    parts: tuple[tuple[str, str], ...]  # (internal column, "start" | "end" | "time" | "window")
+    tvf: Windowing | None = None
+
+    def column(self, part: str) -> str | None:
+        return next((c for c, p in self.parts if p == part), None)
+
+
+@dataclass(frozen=True)
 class Scan:
     """A leaf: one input's changes, renamed to internal names and filtered by pushed-down predicates.
 
@@ -36,10 +89,14 @@ class Scan:
     filters: tuple[str, ...] = ()  # over internal names
     sources: tuple[str, ...] = ()  # a derived table's column expressions, over the input's columns
     source_filters: tuple[str, ...] = ()  # a derived table's WHERE, over the input's columns
+    windows: Windows | None = None  # window columns (a window table function, or Spark's window())
+    proc_time: str | None = None  # a processing-time column the scan adds (the run's time)
 
     @property
     def derived(self) -> bool:
-        return bool(self.sources)
+        """True when the scan's rows are not the input's rows as declared (computed columns, or a
+        window table function: a row in several windows)."""
+        return bool(self.sources) or (self.windows is not None and self.windows.tvf is not None)
 
     @property
     def column_sources(self) -> tuple[str, ...]:
@@ -97,11 +154,27 @@ class TemporalSpec:
     """An event-time temporal join's times: the left (probe) side's event time, `FOR SYSTEM_TIME AS
     OF` it, selects the right (versioned) side's version by the right side's event time."""
 
-    probe_time: str  # internal name (unquoted) of the probe's event time column
-    version_time: str  # internal name (unquoted) of the versioned side's event time column
+    probe_time: str  # internal name (unquoted) of the probe's event time (or processing time) column
+    version_time: str | None  # internal name (unquoted) of the versioned side's event time column
+    processing_time: bool = False  # a lookup join: AS OF the probe's processing time
 
     def __str__(self) -> str:
+        if self.processing_time:
+            return f"FOR SYSTEM_TIME AS OF {self.probe_time} (processing time: the dimension as each run leaves it)"
         return f"FOR SYSTEM_TIME AS OF {self.probe_time} (versions by {self.version_time})"
+
+
+@dataclass(frozen=True)
+class WindowJoinSpec:
+    """A window join's windows: rows join only rows of the same window (and key), once the
+    watermark passes the window's end. `*_end` are Spark SQL over internal names."""
+
+    spec: str
+    left_end: str
+    right_end: str
+
+    def __str__(self) -> str:
+        return f"per window {self.spec}, fired at its end"
 
 
 @dataclass(frozen=True)
@@ -117,6 +190,7 @@ class Join:
     null_aware: bool = False  # NOT IN semantics for a single-key anti join
     time_bound: TimeBound | None = None  # set for interval joins
     temporal: TemporalSpec | None = None  # set for event-time temporal joins (right side: the versions)
+    window: WindowJoinSpec | None = None  # set for window joins
 
     @property
     def output_columns(self) -> tuple[str, ...]:
@@ -199,9 +273,15 @@ class JoinPlan:
     def is_interval(self) -> bool:
         return any(isinstance(n, Join) and n.time_bound is not None for n in self.nodes())
 
-    @property
-    def is_temporal(self) -> bool:
-        return any(isinstance(n, Join) and n.temporal is not None for n in self.nodes())
+    def binary_only(self) -> str | None:
+        """The kind of join that keeps the model's joins binary (no multi-way operator runs it), if any."""
+        for n in self.nodes():
+            if isinstance(n, Join) and n.temporal is not None:
+                return "a lookup join" if n.temporal.processing_time else \
+                    "an event-time temporal join (FOR SYSTEM_TIME AS OF)"
+            if isinstance(n, Join) and n.window is not None:
+                return "a window join"
+        return None
 
     def explain(self) -> str:
         """A readable outline of the plan, used in the generated code and the run log."""
@@ -211,10 +291,13 @@ class JoinPlan:
             pad = "  " * depth
             if isinstance(node, Scan):
                 filt = _where(node.filters)
-                if node.derived:
+                source = f"TABLE({node.windows.tvf})" if node.windows and node.windows.tvf else node.input
+                if node.sources:
                     computed = ", ".join(f"{src} AS {q(name)}" for src, (name, _) in zip(node.sources, node.columns))
-                    lines.append(f"{pad}scan (SELECT {computed} FROM {node.input}{_where(node.source_filters)}) "
+                    lines.append(f"{pad}scan (SELECT {computed} FROM {source}{_where(node.source_filters)}) "
                                  f"AS {node.alias}{filt}")
+                elif source != node.input:
+                    lines.append(f"{pad}scan {source} OF {node.input} AS {node.alias}{filt}")
                 else:
                     lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
@@ -224,8 +307,12 @@ class JoinPlan:
                     extra += f" interval {node.time_bound}"
                 if node.temporal:
                     extra += f" {node.temporal}"
+                if node.window:
+                    extra += f" {node.window}"
                 kind = f"{node.join_type.value}{' null-aware' if node.null_aware else ''}"
-                kind += " event-time temporal" if node.temporal else ""
+                if node.temporal:
+                    kind += " lookup" if node.temporal.processing_time else " event-time temporal"
+                kind += " window" if node.window else ""
                 lines.append(f"{pad}{kind} join {node.id} ON {keys}{extra}")
                 walk(node.left, depth + 1)
                 walk(node.right, depth + 1)

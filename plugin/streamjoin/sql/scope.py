@@ -55,8 +55,12 @@ class Scope:
         return list(self.bindings.values())
 
     def resolve(self, col: exp.Column, fail: Fail) -> tuple[Binding, str]:
-        """The binding `col` reads and the column's name as the input spells it."""
+        """The binding `col` reads and the column's name as the input spells it (for a struct
+        field `alias.column.field`, the column's)."""
         table = col.table
+        if col.args.get("db"):  # alias.column.field
+            col = exp.column(col.table, col.db)
+            table = col.table
         s: Scope | None = self
         beyond: Scope | None = None
         while s is not None:
@@ -98,7 +102,10 @@ class Scope:
         def swap(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column):
                 binding, name = self.resolve(node, fail)
-                return exp.column(exp.to_identifier(name if as_input_columns else binding.internal(name), quoted=True))
+                column = exp.column(exp.to_identifier(name if as_input_columns else binding.internal(name), quoted=True))
+                if node.args.get("db"):  # a field of a struct column
+                    return exp.Dot(this=column, expression=exp.to_identifier(node.name, quoted=True))
+                return column
             return node
 
         return e.copy().transform(swap).sql(dialect="spark")

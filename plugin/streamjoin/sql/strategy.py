@@ -160,3 +160,11 @@ def choose_strategy(plan: JoinPlan, fail: Callable) -> JoinPlan:
     reason = "chosen by configuration" if strategy == "multi" else f"all {n} inputs share the common key"
     return replace(plan, root=node, notes=plan.notes + (
         f"join_strategy {strategy}: one multi-way join on {key} without intermediate state ({reason})",))
+
+
+def keep_binary(plan: JoinPlan, fail: Callable, kind: str) -> JoinPlan:
+    """A model with a temporal or window join runs as binary joins: no multi-way operator selects
+    versions or fires windows."""
+    if plan.config.join_strategy == "multi":
+        raise fail(f"join_strategy 'multi' cannot include {kind}; use join_strategy 'auto' or 'binary'")
+    return replace(plan, notes=plan.notes + (f"binary joins, because the model has {kind}",))

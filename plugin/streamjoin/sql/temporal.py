@@ -1,6 +1,9 @@
 """Recognise an event-time temporal join: `JOIN versions FOR SYSTEM_TIME AS OF probe.time AS v`.
 
-Flink's syntax: the left (probe) input is append-only and declares an `event_time`; the right
+A lookup join is the same clause AS OF the probe's processing-time column (an input's
+`proc_time`): each probe row joins the dimension's rows as they are in the run that brings it.
+
+Flink's syntax for the event-time join: the left (probe) input is append-only and declares an `event_time`; the right
 input is versioned: it declares a `unique_key` (the key of its versions) and an `event_time`
 (when each version starts), and the equalities of the ON condition must cover that key.
 Every other condition on the versioned side is checked against the version a probe row
@@ -29,7 +32,7 @@ from sqlglot import exp
 from ..errors import CompileError
 from ..spec import InputSpec
 from ..types import JoinType, q
-from .plan import Join, JoinPlan, Node, Scan, TemporalSpec, internal_name
+from .plan import Join, Node, Scan, TemporalSpec, internal_name
 
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
 _APPEND_FORMATS = ("append", "changelog", "cdf")  # may hold only inserts (checked per run)
@@ -75,6 +78,8 @@ def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str
     clause = clauses.get(node.id)
     if clause is None:
         return node
+    if clause.time.strip("`") in _proc_time_columns(node.left):
+        return _bind_lookup(node, clause, fail)
     problems = _problems(node, clause, prefixes)
     if problems:
         probe = ", ".join(sorted(node.left.aliases))
@@ -88,6 +93,42 @@ def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str
                    residual=" AND ".join(f"({r})" for r in residual) if residual else None,
                    temporal=TemporalSpec(probe_time=clause.time.strip("`"),
                                          version_time=internal_name(right.alias, _column(spec, spec.event_time))))
+
+
+def _proc_time_columns(node: Node) -> set[str]:
+    """Internal names of the processing-time columns the probe side carries as they are."""
+    if isinstance(node, Join):
+        return _proc_time_columns(node.left) | (_proc_time_columns(node.right) if node.join_type.emits_pairs else set())
+    scans = node.inputs if not isinstance(node, Scan) else (node,)
+    found = set()
+    for scan in scans:
+        for src, (_, internal) in zip(scan.column_sources, scan.columns):
+            if scan.proc_time and src == q(scan.proc_time):
+                found.add(internal)
+    return found
+
+
+def _bind_lookup(node: Join, clause: AsOf, fail: Callable[..., CompileError]) -> Join:
+    """A lookup join (Flink's processing-time temporal join): each probe row joins the dimension's rows
+    as the run that brings it leaves them."""
+    problems = []
+    if node.join_type not in (JoinType.INNER, JoinType.LEFT):
+        problems.append(f"a {node.join_type.value.upper()} lookup join is not supported; Flink has INNER and LEFT "
+                        "lookup joins only (write the probe input first)")
+    if node.time_bound is not None:
+        problems.append("its ON condition also bounds two event times (an interval join); drop those conditions")
+    dim = node.right
+    if not isinstance(dim, Scan) or dim.derived:
+        problems.append("the dimension must be a declared input, not a derived table or a join")
+    if not node.keys:
+        problems.append("its ON condition has no equality between the probe and the dimension; add one on the "
+                        "columns to look up by (e.g. ON o.customer_id = c.id)")
+    if problems:
+        probe = ", ".join(sorted(node.left.aliases))
+        raise fail(f"the lookup join of {probe} with dimension {', '.join(sorted(dim.aliases))} (FOR SYSTEM_TIME AS OF "
+                   "a processing time): " + "; ".join(problems), clause.node)
+    return replace(node, temporal=TemporalSpec(probe_time=clause.time.strip("`"), version_time=None,
+                                               processing_time=True))
 
 
 def _column(spec: InputSpec, name: str | None) -> str:
@@ -146,11 +187,3 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
                         f"probe side in ON; as in Flink, the ON equalities must cover the key of the versions "
                         f"(add {' AND '.join(f'<probe expression> = {versions.alias}.{m}' for m in missing)})")
     return problems
-
-
-def keep_binary(plan: JoinPlan, fail: Callable[..., CompileError]) -> JoinPlan:
-    """A model with a temporal join runs as binary joins (no multi-way operator selects versions)."""
-    if plan.config.join_strategy == "multi":
-        raise fail("join_strategy 'multi' cannot include an event-time temporal join (FOR SYSTEM_TIME AS OF); "
-                   "use join_strategy 'auto' or 'binary'")
-    return replace(plan, notes=plan.notes + ("binary joins, because the model has an event-time temporal join",))

@@ -22,14 +22,14 @@ from functools import reduce
 from typing import Sequence
 
 from pyspark.sql import Column as SparkColumn
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
 from ..spec import InputSpec
 from ..types import RowKind
-from ..zset import col, q
+from ..zset import WEIGHT, col, consolidate, from_changelog, q
 from . import delta_log
 from .delta_log import DataFile
 
@@ -177,6 +177,19 @@ def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) ->
     deleted = F.coalesce(col(spec.delete_column), F.lit(False)) if spec.delete_column else F.lit(False)
     kind = F.when(deleted, F.lit(RowKind.DELETE.value)).otherwise(F.lit(RowKind.UPDATE_AFTER.value))
     return rows.select(*[col(c) for c in data_schema(spec).names], kind.alias(spec.op_column), order.alias(ORDER))
+
+
+def snapshot(spark: SparkSession, spec: InputSpec, version: int) -> DataFrame:
+    """The input's rows at `version`, as weighted rows of its declared columns: its changelog
+    consolidated (upsert: each key's newest row unless deleted), as `snapshot_sql` reads it."""
+    rows = read_changes(spark, spec, None, version).rows
+    names = spec.column_names
+    if spec.changelog_format == "upsert":
+        order = ([col(spec.sequence_column).desc()] if spec.sequence_column else []) + [col(ORDER).desc()]
+        newest = F.row_number().over(Window.partitionBy(*[col(k) for k in spec.unique_key]).orderBy(*order))
+        return (rows.withColumn("_n", newest).where((col("_n") == 1) & (col(spec.op_column) != RowKind.DELETE.value))
+                .select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT)))
+    return consolidate(from_changelog(rows, names, spec.op_column), names).where(col(WEIGHT) > 0)
 
 
 def snapshot_files(spec: InputSpec, version: int) -> list[DataFile]:

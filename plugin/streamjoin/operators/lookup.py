@@ -1,0 +1,66 @@
+"""The lookup join (Flink's processing-time temporal join), in bulk.
+
+`FROM p [LEFT] JOIN d FOR SYSTEM_TIME AS OF p.proc_time AS d ON p.k = d.k [AND residual]`, where
+`proc_time` is the probe input's processing-time column (its value: the time of the run that
+reads the row). Each probe row of a run joins the dimension's rows as they are after that run's
+changes — the dimension input's snapshot at the version the run reads to — and is emitted once:
+later changes of the dimension do not update rows already emitted, as in Flink. Under LEFT JOIN a
+probe row no dimension row matches is null-padded.
+
+The operator keeps no state: each run reads the dimension at its pinned version. The probe side
+must only insert (a retraction would have to retract a row joined against an older dimension);
+a retraction reaching the join fails the run in its write pass.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..row_errors import fail_when, user_struct
+from ..sql.plan import Join, Scan
+from ..storage import formats
+from ..types import JoinType
+from ..zset import WEIGHT, col, consolidate
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
+
+
+def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
+    """The output change of a lookup join node for this run (append-only)."""
+    dim: Scan = node.right  # type: ignore[assignment]
+    spec = x.plan.inputs[dim.input]
+    probes = x.delta(node.left)
+    reject_retractions(x, node, probes)
+    dimension = x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name]))
+    conds = [F.expr(k.left).eqNullSafe(F.expr(k.right)) if k.null_safe else F.expr(k.left) == F.expr(k.right)
+             for k in node.keys]
+    if node.residual:
+        conds.append(F.expr(node.residual))
+    joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
+        dimension.withColumnRenamed(WEIGHT, "_wd"), reduce(lambda a, b: a & b, conds),
+        "left_outer" if node.join_type is JoinType.LEFT else "inner")
+    columns = [*node.left.output_columns, *dim.output_columns]
+    weight = col("_wp") * F.coalesce(col("_wd"), F.lit(1))
+    output = x.persist(consolidate(joined.select(*[col(c) for c in columns], weight.alias(WEIGHT)), columns))
+    found = col("_wd").isNotNull()
+    x.count_metrics(node, {"operator": "lookup join"}, {
+        "probes_looked_up": (probes, col(WEIGHT)),
+        "rows_joined": (joined, F.when(found, weight).otherwise(0)),
+        "probes_unmatched": (joined, F.when(found, 0).otherwise(col("_wp")))})
+    return output
+
+
+def reject_retractions(x: "Executor", node: Join, probes: DataFrame) -> None:
+    """Fail the run's write pass at the first retraction reaching the lookup join."""
+    label = node.left.input if isinstance(node.left, Scan) else f"the join {node.left.id}"
+    message = F.concat(
+        F.lit(f"a lookup join emits each probe row once, against the dimension as that run leaves it, so its probe "
+              f"side must be append-only, as in Flink: a retraction reached the lookup join {node.id}: "),
+        F.to_json(user_struct(list(node.left.output_columns))),
+        F.lit(". Feed it an insert-only changelog (only +I rows, or changelog_format 'append')"))
+    x.writer.check(probes.where(col(WEIGHT) < 0).where(~fail_when(F.lit(True), message, model=x.plan.model,
+                                                                   input_name=label)))

@@ -1,0 +1,236 @@
+"""Window joins: Flink's window table functions, Spark's `window()`, and the joins that equate them.
+
+Flink's form reads an input through a window table function and joins on the windows:
+
+    FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(ts), INTERVAL '5' MINUTES)) L
+    JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' MINUTES)) R
+      ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end
+
+(TUMBLE(size), HOP(slide, size), CUMULATE(step, size), each with an optional offset; the
+function may also stand in a derived table). It adds `window_start`, `window_end` and
+`window_time` (the end minus 1 ms) to each row, one row per window the row belongs to. Spark's
+form is a derived table that adds `window(ts, '5 minutes'[, slide])` (or its `.start`/`.end`)
+and a join on those columns. A join of two windowed scans with the same windows that equates
+both window bounds (or the whole window) is a window join; the time must be each input's
+event time, and both inputs append-only, as in Flink.
+
+>>> from streamjoin.spec import InputSpec
+>>> from streamjoin.sql.compiler import compile_sql
+>>> l = InputSpec.from_dict("l", {"columns": [["k", "int"], ["ts", "timestamp"]], "event_time": "ts"})
+>>> r = InputSpec.from_dict("r", {"columns": [["k", "int"], ["ts", "timestamp"]], "event_time": "ts"})
+>>> sql = ("SELECT L.k, L.window_start FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(ts), INTERVAL '5' MINUTES)) L "
+...        "JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' MINUTES)) R "
+...        "ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end")
+>>> print(compile_sql("m", sql, {"l": l, "r": r}).root.window)
+per window TUMBLE(ts, size 300s), fired at its end
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from ..errors import CompileError
+from ..spec import Column, InputSpec
+from ..types import parse_duration, q
+from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec
+from .time_bounds import interval_value
+
+FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE")
+_INTERVALS = {"TUMBLE": ("size",), "HOP": ("slide", "size"), "CUMULATE": ("step", "size")}
+_APPEND_FORMATS = ("append", "changelog", "cdf")  # may hold only inserts (checked per run)
+Fail = Callable[..., CompileError]
+
+
+def parseable(sql: str) -> str:
+    """The SQL with the `TABLE` keyword before a window function's input blanked out (same length,
+    so positions in errors still point into the user's SQL): `TABLE(TUMBLE(TABLE t, ...))` ->
+    `TABLE(TUMBLE(      t, ...))`, which the Spark dialect parses."""
+    tokens = sqlglot.Dialect.get_or_raise("spark").tokenize(sql)
+    chars = list(sql)
+    for i in range(len(tokens) - 4):
+        a, b, f, c, t = tokens[i:i + 5]
+        if (a.text.upper() == "TABLE" and b.token_type == TokenType.L_PAREN and f.text.upper() in FUNCTIONS
+                and c.token_type == TokenType.L_PAREN and t.text.upper() == "TABLE"):
+            chars[t.start:t.end + 1] = " " * (t.end + 1 - t.start)
+    return "".join(chars)
+
+
+def window_call(table: exp.Expression) -> exp.Anonymous | None:
+    """The TUMBLE/HOP/CUMULATE call of `TABLE(<call>)` in FROM, or None."""
+    if not (isinstance(table, exp.Table) and isinstance(table.this, exp.Anonymous)
+            and str(table.this.this).upper() == "TABLE" and len(table.this.expressions) == 1):
+        return None
+    call = table.this.expressions[0]
+    return call if isinstance(call, exp.Anonymous) and str(call.this).upper() in FUNCTIONS else None
+
+
+def _micros(node: exp.Expression, what: str, fail: Fail) -> int:
+    try:
+        value = interval_value(node) if isinstance(node, exp.Interval) else None
+    except Exception:  # an interval that is not a fixed duration (months, years)
+        value = None
+    if value is None or value.total_seconds() < 0:
+        raise fail(f"the {what} of a window must be a fixed, non-negative INTERVAL (e.g. INTERVAL '5' MINUTES), not "
+                   f"{node.sql('spark')}", node)
+    return int(value.total_seconds() * 1_000_000)
+
+
+def windowing(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> Windowing:
+    """The windows of `TUMBLE/HOP/CUMULATE(TABLE t, DESCRIPTOR(time), ...)` over input `spec`."""
+    kind = str(call.this).upper()
+    args = list(call.expressions)
+    names = _INTERVALS[kind]
+    usage = (f"{kind}(TABLE {spec.name}, DESCRIPTOR(<event time>), "
+             + ", ".join(f"<{n}>" for n in names) + "[, <offset>])")
+    if len(args) not in (2 + len(names), 3 + len(names)) or any(isinstance(a, exp.PropertyEQ) for a in args):
+        raise fail(f"{kind} takes positional arguments: {usage}", call)
+    descriptor = args[1]
+    if not (isinstance(descriptor, exp.Anonymous) and str(descriptor.this).upper() == "DESCRIPTOR"
+            and len(descriptor.expressions) == 1 and isinstance(descriptor.expressions[0], exp.Column)):
+        raise fail(f"the second argument of {kind} must be DESCRIPTOR(<event time column>): {usage}", descriptor)
+    time = descriptor.expressions[0].name
+    if spec.event_time is None or time.lower() != spec.event_time.lower():
+        raise fail(f"{kind} over '{spec.name}' must window by the input's event time "
+                   f"({spec.event_time or 'none declared: declare event_time'}), not DESCRIPTOR({time})", descriptor)
+    values = dict(zip(names, (_micros(a, n, fail) for a, n in zip(args[2:], names))))
+    offset = _micros(args[-1], "offset", fail) if len(args) == 3 + len(names) else 0
+    size = values["size"]
+    step = values.get("slide", values.get("step", size))
+    if size <= 0 or step <= 0 or size % step:
+        raise fail(f"{kind}'s size must be a positive whole multiple of its {names[0]}, as in Flink", call)
+    return Windowing(kind, next(c for c in spec.column_names if c.lower() == time.lower()), size, step, offset)
+
+
+def window_view(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> tuple[InputSpec, Windowing]:
+    """The input as the window function returns it: its columns plus the window columns."""
+    clash = [c for c in spec.column_names if c.lower() in Windowing.COLUMNS]
+    if clash:
+        raise fail(f"input '{spec.name}' already has a column {clash[0]}, which {str(call.this).upper()} adds; "
+                   "rename it in a derived table first", call)
+    tvf = windowing(call, spec, fail)
+    columns = spec.columns + tuple(Column(c, "timestamp") for c in Windowing.COLUMNS)
+    return replace(spec, columns=columns, unique_key=()), tvf
+
+
+def window_inputs(tree: exp.Expression) -> list[exp.Column]:
+    """The inputs the query's window functions read, as written (`TABLE shop.orders` -> shop.orders)."""
+    calls = [window_call(t) for t in tree.find_all(exp.Table)]
+    return [c.expressions[0] for c in calls if c is not None and c.expressions and isinstance(c.expressions[0], exp.Column)]
+
+
+def input_table(call: exp.Anonymous) -> exp.Table:
+    """The input the window function reads, as a table reference."""
+    first = call.expressions[0] if call.expressions else None
+    if isinstance(first, exp.Column):
+        return exp.to_table(first.sql("spark"), dialect="spark")
+    if isinstance(first, exp.Table):
+        return first
+    raise CompileError(f"{call.sql('spark')}: the first argument must be TABLE <input>")
+
+
+def spark_window_part(body: exp.Expression) -> tuple[str, exp.Anonymous] | None:
+    """("window" | "start" | "end", the call) for Spark's `window(...)` or `window(...).start/.end`."""
+    part, call = "window", body
+    if isinstance(body, exp.Dot) and body.name.lower() in ("start", "end"):
+        part, call = body.name.lower(), body.this
+    if isinstance(call, exp.Anonymous) and str(call.this).lower() == "window":
+        return part, call
+    return None
+
+
+def spark_windows(columns: list[tuple[str, exp.Expression]], spec: InputSpec, fail: Fail) -> tuple[str, dict[str, str]] | None:
+    """The windows of a derived table's columns made by Spark's `window()`: its spec (the call,
+    normalised) and each window column's part; None when it has none."""
+    found: dict[str, str] = {}
+    specs: set[str] = set()
+    for name, body in columns:
+        hit = spark_window_part(body)
+        if hit is None:
+            continue
+        part, call = hit
+        args = call.expressions
+        if not args or not isinstance(args[0], exp.Column) or not spec.event_time \
+                or args[0].name.lower() != spec.event_time.lower():
+            raise fail(f"window() over '{spec.name}' must window by the input's event time "
+                       f"({spec.event_time or 'none declared: declare event_time'})", call)
+        durations = []
+        for a in args[1:]:
+            if not isinstance(a, exp.Literal) or not a.is_string:
+                raise fail("window()'s durations must be string literals such as '5 minutes'", a)
+            durations.append(int(parse_duration(a.name, what="window duration").total_seconds() * 1_000_000))
+        specs.add(f"window({spec.event_time}, " + ", ".join(f"{d / 1e6:g}s" for d in durations) + ")")
+        found[name] = part
+    if not found:
+        return None
+    if len(specs) > 1:
+        raise fail(f"a derived table over '{spec.name}' computes two different windows: {', '.join(sorted(specs))}")
+    return specs.pop(), found
+
+
+def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail) -> Node:
+    """Mark every join of two windowed scans that equates their windows as a window join, checking
+    what Flink requires of it."""
+    if not isinstance(node, Join):
+        return node
+    node = replace(node, left=bind_window_joins(node.left, prefixes, fail),
+                   right=bind_window_joins(node.right, prefixes, fail))
+    left, right = node.left, node.right
+    if not (isinstance(left, Scan) and isinstance(right, Scan) and left.windows and right.windows):
+        return node
+    what = f"the join of windowed {left.alias} with windowed {right.alias}"
+    equated = {p for p in ("start", "end", "window") if _equates(node, left.windows.column(p), right.windows.column(p))}
+    if not ({"start", "end"} <= equated or "window" in equated):
+        raise fail(f"{what} is not a window join: its ON condition must equate both window bounds, as Flink "
+                   f"requires (add {left.alias}.window_start = {right.alias}.window_start AND {left.alias}.window_end = "
+                   f"{right.alias}.window_end, or {left.alias}.<window> = {right.alias}.<window> for Spark's window())")
+    problems = []
+    if left.windows.spec != right.windows.spec:
+        problems.append(f"the two sides use different windows ({left.windows.spec} and {right.windows.spec}); use the "
+                        "same window function and sizes on both")
+    if node.time_bound is not None or node.temporal is not None:
+        problems.append("it also has a time bound or FOR SYSTEM_TIME AS OF; a window join joins by window only")
+    for scan in (left, right):
+        spec = prefixes[scan.alias]
+        if spec.changelog_format not in _APPEND_FORMATS:
+            problems.append(f"input '{spec.name}' has changelog_format '{spec.changelog_format}', which updates and "
+                            "deletes rows; a window join reads append-only inputs, as in Flink (declare an insert-only "
+                            "changelog, e.g. 'append')")
+    if problems:
+        raise fail(f"{what}: " + "; ".join(problems))
+    return replace(node, window=WindowJoinSpec(spec=left.windows.spec, left_end=_end(left.windows),
+                                               right_end=_end(right.windows)))
+
+
+def _equates(node: Join, left: str | None, right: str | None) -> bool:
+    return left is not None and right is not None and any(
+        k.left.strip("`") == left and k.right.strip("`") == right for k in node.keys)
+
+
+def _end(windows: Windows) -> str:
+    """Spark SQL for the end of a row's window, over internal names."""
+    end = windows.column("end")
+    return q(end) if end else f"{q(windows.column('window') or '')}.`end`"
+
+
+def to_spark(tree: exp.Expression) -> exp.Expression:
+    """The query with each window table function written as Spark SQL (a derived table over its
+    input), so Spark can run the model's SQL as a batch query."""
+    def swap(node: exp.Expression) -> exp.Expression:
+        call = window_call(node)
+        if call is None:
+            return node
+        source = input_table(call)
+        spec = InputSpec(name=source.name, columns=(Column(call.expressions[1].expressions[0].name, "timestamp"),),
+                         event_time=call.expressions[1].expressions[0].name)
+        tvf = windowing(call, spec, lambda message, where=None: CompileError(message))
+        sub = sqlglot.parse_one(
+            "SELECT `__input`.*, timestamp_micros(`__w`.`start`) AS window_start, timestamp_micros(`__w`.`end`) AS "
+            f"window_end, timestamp_micros(`__w`.`end` - 1000) AS window_time FROM {source.sql('spark')} AS `__input` "
+            f"LATERAL VIEW explode({tvf.windows_sql()}) `__windows` AS `__w`", read="spark")
+        return exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(node.alias or call.expressions[0].name)))
+
+    return tree.transform(swap)

@@ -1,0 +1,199 @@
+"""Lookup joins run by run: Flink's processing-time temporal join (FORMAT.md, "Timing of temporal and
+window joins").
+
+Each probe row joins the dimension's rows as they are after the run that brings it (that run's
+changes included), and is never updated later; LEFT JOIN pads a probe row nothing matches. The
+probe input declares `proc_time`, a column whose value is the run's time. Scenarios are conformance
+cases run through the real pipeline; a property test checks random dimension changelogs and probe
+rows against the rule computed in Python. (Flink itself cannot be the oracle here: PyFlink ships no
+connector that serves lookups, and Flink rejects a processing-time temporal join against anything else.)
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.conformance import run_case
+from streamjoin.errors import CompileError, ConfigError
+from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.sql.compiler import compile_sql
+
+CASES = sorted((Path(__file__).parent / "cases").glob("lookup-*.json"))
+ORDERS = {"columns": [["id", "int"], ["cust", "int"]], "proc_time": "pt", "changelog_format": "append"}
+CUSTOMERS = {"columns": [["id", "int"], ["name", "string"]]}
+LEFT = "SELECT o.id, c.name FROM orders o LEFT JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.id"
+INNER = LEFT.replace("LEFT JOIN", "JOIN")
+
+
+def case(name: str, sql: str, runs: list[tuple[dict, list]], **inputs: Any) -> dict:
+    """Runs are (changes as {input: [changes]}, rows the run must emit)."""
+    return {"name": name, "sql": sql, "inputs": {"orders": ORDERS, "customers": CUSTOMERS, **inputs},
+            "runs": [{"changes": changes, "expect_changelog": [["+I", r] for r in emitted]} for changes, emitted in runs]}
+
+
+def ins(*row: Any) -> list:
+    return ["+I", list(row)]
+
+
+SCENARIOS = [
+    case("every-matching-dimension-row-joins-null-keys-never-match", INNER, [
+        ({"customers": [ins(1, "a"), ins(1, "b"), ins(None, "n")], "orders": [ins(10, 1), ins(10, 1), ins(11, None)]},
+         [[10, "a"], [10, "b"], [10, "a"], [10, "b"]]),
+    ]),
+    case("conditions-on-the-dimension-decide-the-match-and-later-changes-update-nothing",
+         LEFT + " AND c.name <> 'x' WHERE o.id > 0", [
+             ({"customers": [ins(1, "x"), ins(2, "y")], "orders": [ins(10, 1), ins(11, 2), ins(-1, 2)]},
+              [[10, None], [11, "y"]]),
+             ({"customers": [["-D", [2, "y"]], ins(1, "z")], "orders": [ins(12, 2), ins(13, 1)]},
+              [[12, None], [13, "z"]]),
+         ]),
+    case("an-upsert-dimension-and-a-derived-probe", "SELECT o.id, o.twice, c.name FROM (SELECT id, cust, id * 2 AS "
+         "twice, pt FROM orders) o JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.id", [
+             ({"customers": [ins(1, "a"), ins(1, "b")], "orders": [ins(10, 1)]}, [[10, 20, "b"]]),
+             ({"customers": [ins(1, "c")], "orders": [ins(11, 1)]}, [[11, 22, "c"]]),
+         ], customers={**CUSTOMERS, "unique_key": ["id"], "changelog_format": "upsert"}),
+    {**case("a-retraction-of-a-probe-row-fails-the-run", INNER, [], orders={**ORDERS, "changelog_format": "changelog"}),
+     "runs": [{"changes": {"orders": [ins(10, 1)], "customers": [ins(1, "a")]}},
+              {"changes": {"orders": [["-D", [10, 1]]]}, "expect_error": "its probe side must be append-only"}]},
+]
+
+
+def _assert_ok(outcome: dict[str, Any]) -> None:
+    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
+
+
+def test_scenarios(spark):
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
+            _assert_ok(outcome)
+
+
+def test_the_processing_time_column_holds_the_time_of_the_run(spark):
+    sql = "SELECT o.id, o.pt FROM orders o JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.id"
+    outcome = run_case(spark, case("proc-time", sql, [({"customers": [ins(1, "a")], "orders": [ins(10, 1)]}, [])]))
+    [[_, [_, pt]]] = outcome["runs"][0]["changelog"]
+    assert pt.startswith("20") and outcome["runs"][0]["result"] == [[10, pt]], outcome
+
+
+# -- compile time ----------------------------------------------------------------------------------
+def _specs(**overrides: dict) -> dict[str, InputSpec]:
+    raw = {"orders": ORDERS, "customers": CUSTOMERS, **overrides}
+    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+
+
+def test_explain_names_the_lookup_join():
+    text = compile_sql("m", LEFT, _specs()).explain()
+    assert "left lookup join j1 ON `o__cust` = `c__id` FOR SYSTEM_TIME AS OF o__pt (processing time" in text
+
+
+@pytest.mark.parametrize("sql, config, message", [
+    (LEFT.replace("LEFT JOIN", "RIGHT JOIN"), {}, "a RIGHT lookup join is not supported"),
+    (LEFT.replace("AS OF o.pt", "AS OF o.id"), {}, "the probe input 'orders' declares no event_time"),
+    (LEFT.replace("o.cust = c.id", "o.cust > c.id"), {}, "no equality between the probe and the dimension"),
+    (LEFT, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include a lookup join"),
+])
+def test_unsupported_variants_fail_at_compile_time(sql, config, message):
+    with pytest.raises(CompileError) as err:
+        compile_sql("lookup_model", sql, _specs(), ModelConfig.from_dict(config))
+    assert message in str(err.value) and "model 'lookup_model'" in str(err.value)
+
+
+def test_proc_time_must_not_name_a_column_the_input_holds():
+    with pytest.raises(ConfigError, match="proc_time 'cust' names a column the input holds"):
+        InputSpec.from_dict("orders", {**ORDERS, "proc_time": "cust"})
+
+
+# -- property: the rule, computed in Python ---------------------------------------------------------
+@st.composite
+def changelogs(draw) -> list[dict]:
+    """Runs of dimension changes (inserts, duplicates, NULL keys, updates as -U/+U, deletes) and probe
+    rows, at random run boundaries."""
+    live: list[list] = []
+    runs = []
+    for _ in range(draw(st.integers(2, 4))):
+        changes: dict[str, list] = {}
+        for _ in range(draw(st.integers(0, 4))):
+            if live and draw(st.booleans()):
+                old = live.pop(draw(st.integers(0, len(live) - 1)))
+                if draw(st.booleans()):
+                    changes.setdefault("customers", []).append(["-D", old])
+                else:
+                    new = [old[0], draw(st.sampled_from("abc"))]
+                    live.append(new)
+                    changes.setdefault("customers", []).extend([["-U", old], ["+U", new]])
+            else:
+                new = [draw(st.sampled_from([1, 2, None])), draw(st.sampled_from("abc"))]
+                live.append(new)
+                changes.setdefault("customers", []).append(["+I", new])
+        probes = [ins(draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3, None]))) for _ in range(draw(st.integers(0, 4)))]
+        if probes:
+            changes["orders"] = probes
+        runs.append({"changes": changes})
+    return runs
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=changelogs(), left=st.booleans())
+def test_each_probe_row_joins_the_dimension_as_its_run_leaves_it(spark, runs, left):
+    sql = (LEFT if left else INNER) + " AND c.name <> 'c'"
+    outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "inputs": {"orders": ORDERS, "customers": CUSTOMERS},
+                               "runs": runs})
+    _assert_ok(outcome)
+    dimension: list[list] = []
+    for i, (run, got) in enumerate(zip(runs, outcome["runs"])):
+        for kind, row in run["changes"].get("customers", []):
+            if kind in ("+I", "+U"):
+                dimension.append(row)
+            else:
+                dimension.remove(row)
+        expected = []
+        for _, (oid, cust) in run["changes"].get("orders", []):
+            names = [name for key, name in dimension if cust is not None and key == cust and name != "c"]
+            expected += [(oid, n) for n in names] or ([(oid, None)] if left else [])
+        emitted = sorted((tuple(r) for k, r in got["changelog"]), key=repr)
+        assert all(k == "+I" for k, _ in got["changelog"]), got["changelog"]
+        assert emitted == sorted(expected, key=repr), f"run {i}: {emitted} != {expected}\nruns: {json.dumps(runs)}"
+
+
+# -- through the API dbt calls, with the views it publishes ------------------------------------------
+def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(spark, tmp_path):
+    """The entry point generated model code calls, with relation names as dbt renders them: a lookup join
+    against an upsert dimension (sequence column and delete flag), and a window self-join of the probe
+    input; each publishes its result and a `__batch` view Spark can read."""
+    from collections import Counter
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjoin.api import run_model
+
+    orders, customers = str(tmp_path / "orders"), str(tmp_path / "customers")
+    write_deltalake(orders, pa.table({"id": [1, 2, 3], "cust": [10, 20, 10],
+                                      "ts": pa.array([1_000_000, 2_000_000, 7_000_000], pa.timestamp("us", "UTC"))}))
+    write_deltalake(customers, pa.table({"cid": [10, 10, 20], "name": ["new", "old", "gone"], "seq": [2, 1, 1],
+                                         "deleted": [False, False, True]}))
+    declared = {"relation": "shop.orders", "location": orders, "changelog_format": "append", "event_time": "ts"}
+    inputs = {"orders": {**declared, "proc_time": "pt"},
+              "customers": {"relation": "shop.customers", "location": customers, "changelog_format": "upsert",
+                            "unique_key": ["cid"], "delete_column": "deleted", "sequence_column": "seq"}}
+    spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+    root = str(tmp_path / "models")
+    run_model(spark, name="lk", sql="SELECT o.id, c.name, o.pt FROM shop.orders o LEFT JOIN shop.customers FOR "
+              "SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid", inputs=inputs, config={}, root=root, relation="shop.lk")
+    assert Counter((r.id, r.name) for r in spark.sql("SELECT * FROM shop.lk").collect()) == \
+        Counter({(1, "new"): 1, (2, None): 1, (3, "new"): 1})
+    assert {r.pt for r in spark.sql("SELECT * FROM shop.lk__batch").collect()} == {None}
+
+    window = "TABLE(TUMBLE(TABLE shop.orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))"
+    sql = (f"SELECT L.id, R.id AS rid, L.window_end FROM {window} L JOIN {window} R "
+           "ON L.cust = R.cust AND L.window_start = R.window_start AND L.window_end = R.window_end")
+    run_model(spark, name="wj", sql=sql, inputs={"orders": declared}, config={}, root=root, relation="shop.wj")
+    fired = Counter((r.id, r.rid) for r in spark.sql("SELECT * FROM shop.wj").collect())  # W = 7 s: [0, 5) fired
+    batch = Counter((r.id, r.rid) for r in spark.sql("SELECT * FROM shop.wj__batch").collect())
+    assert fired == Counter({(1, 1): 1, (2, 2): 1}) and batch == fired + Counter({(3, 3): 1})

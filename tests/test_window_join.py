@@ -1,0 +1,337 @@
+"""Window joins run by run: Flink's WindowJoinOperator semantics (FORMAT.md, "Timing of temporal and
+window joins").
+
+Rows join only rows of the same window and key; a window's joined rows, and the null-padded rows of
+outer joins, are emitted in the run where the watermark first reaches window_end - 1 ms; a row whose
+window fired before it arrived is dropped. Scenarios are conformance cases run through the real
+pipeline; a property test checks random runs against the rule computed in Python; and random
+on-time runs agree with Flink itself, run by run. Times are seconds after 2024-01-01 00:00:00.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.conformance import CaseRunner, _collect, run_case
+from streamjoin.errors import CompileError
+from streamjoin.operators import window
+from streamjoin.runtime.run import run_once
+from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.sql.compiler import compile_sql
+from streamjoin.storage import delta_log
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "flink_oracle"))
+from client import run_reports  # noqa: E402
+from compare import same_result  # noqa: E402
+
+CASES = sorted((Path(__file__).parent / "cases").glob("window-*.json"))
+
+
+def t(seconds: int) -> str:
+    return f"2024-01-01 00:{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def seconds(text: str) -> int:
+    return int(text[-5:-3]) * 60 + int(text[-2:])
+
+
+L = {"columns": [["k", "int"], ["v", "int"], ["ts", "timestamp"]], "event_time": "ts"}
+R = {"columns": [["k", "int"], ["w", "int"], ["ts", "timestamp"]], "event_time": "ts"}
+TUMBLE = "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '5' SECOND))"
+HOP = "TABLE(HOP(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND))"
+CUMULATE = "TABLE(CUMULATE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))"
+SAME_WINDOW = "L.window_start = R.window_start AND L.window_end = R.window_end"
+
+
+def join_sql(kind: str, windows: str = TUMBLE, extra: str = "") -> str:
+    return (f"SELECT L.k, L.v, R.k AS rk, R.w, L.window_start, L.window_end, R.window_end AS r_end FROM "
+            f"{windows.format(t='l')} L {kind} JOIN {windows.format(t='r')} R ON L.k = R.k AND {SAME_WINDOW}{extra}")
+
+
+def left(k: int | None, v: int, s: int) -> list:
+    return ["+I", [k, v, t(s)]]
+
+
+right = left
+
+
+def case(name: str, sql: str, runs: list[tuple[dict, list]]) -> dict:
+    """Runs are (changes as {input: [changes]}, rows the run must emit)."""
+    return {"name": name, "sql": sql, "inputs": {"l": L, "r": R},
+            "runs": [{"changes": changes, "expect_changelog": [["+I", r] for r in emitted]} for changes, emitted in runs]}
+
+
+SCENARIOS = [
+    case("a-window-fires-once-the-watermark-reaches-its-end-and-late-rows-are-dropped",
+         "SELECT L.k, L.v, R.w, L.window_end FROM " + TUMBLE.format(t="l") + " L LEFT JOIN " + TUMBLE.format(t="r")
+         + f" R ON L.k = R.k AND {SAME_WINDOW}", [
+             # W = min(3, 7) = 3: window [0, 5) is still open
+             ({"l": [left(1, 1, 1), left(2, 2, 3)], "r": [right(1, 10, 2), right(1, 11, 7)]}, []),
+             # W = 6: [0, 5) fires; key 2 has no match in it (null-padded); the right row at 7 waits in [5, 10)
+             ({"l": [left(1, 3, 6)], "r": [right(3, 12, 9)]}, [[1, 1, 10, t(5)], [2, 2, None, t(5)]]),
+             # the row at 4 is late ([0, 5) fired): dropped; W = 11 fires [5, 10)
+             ({"l": [left(1, 4, 4), left(1, 5, 12)], "r": [right(1, 13, 11)]}, [[1, 3, 11, t(10)]]),
+         ]),
+    case("a-window-fires-at-exactly-its-end-minus-one-millisecond", join_sql("FULL"), [
+        ({"l": [left(1, 1, 0), ["+I", [1, 2, "2024-01-01 00:00:04.999"]]], "r": [right(1, 10, 1)]}, []),
+        # W = 4.999 s >= 5 s - 1 ms: [0, 5) fires; 4.998 s would not
+        ({"r": [["+I", [9, 0, "2024-01-01 00:00:04.999"]]]},
+         [[1, 1, 1, 10, t(0), t(5), t(5)], [1, 2, 1, 10, t(0), t(5), t(5)], [None, None, 9, 0, None, None, t(5)]]),
+    ]),
+    case("hop-windows-overlap-so-a-row-joins-in-each-of-its-windows", join_sql("INNER", HOP), [
+        ({"l": [left(1, 1, 3)], "r": [right(1, 10, 2), right(1, 11, 5)]}, []),
+        # W = 9: [0, 4), [2, 6) and [4, 8) fire; l@3 is in [0, 4) and [2, 6); r@2 likewise, r@5 in [2, 6) and [4, 8)
+        ({"l": [left(2, 2, 9)], "r": [right(2, 20, 10)]},
+         [[1, 1, 1, 10, t(0), t(4), t(4)], [1, 1, 1, 10, t(2), t(6), t(6)], [1, 1, 1, 11, t(2), t(6), t(6)]]),
+    ]),
+    case("cumulate-windows-grow-by-step-from-a-common-start", join_sql("LEFT", CUMULATE), [
+        # l@1 is in [0, 2), [0, 4), [0, 6); l@2 and r@3 in [0, 4), [0, 6); W = 2 fires [0, 2) only
+        ({"l": [left(1, 1, 1), left(3, 0, 2)], "r": [right(1, 10, 3)]}, [[1, 1, None, None, t(0), t(2), None]]),
+        ({"l": [left(1, 2, 7)], "r": [right(1, 11, 7)]},
+         [[1, 1, 1, 10, t(0), t(4), t(4)], [1, 1, 1, 10, t(0), t(6), t(6)],
+          [3, 0, None, None, t(0), t(4), None], [3, 0, None, None, t(0), t(6), None]]),
+    ]),
+    case("semi-and-anti-window-joins-keep-left-rows-by-a-match-in-their-window",
+         "SELECT L.k, L.v, L.window_end FROM " + TUMBLE.format(t="l") + " L WHERE L.k IN (SELECT R.k FROM "
+         + TUMBLE.format(t="r") + f" R WHERE {SAME_WINDOW}) AND NOT EXISTS (SELECT 1 FROM " + TUMBLE.format(t="r")
+         + f" R WHERE R.k = L.k AND R.w > 5 AND {SAME_WINDOW})", [
+             ({"l": [left(1, 1, 1), left(1, 1, 1), left(2, 2, 2), left(None, 3, 3), left(1, 4, 6)],
+               "r": [right(1, 0, 1), right(2, 9, 4), right(None, 0, 3), right(1, 9, 7), right(4, 0, 12)]},
+              [[1, 1, t(5)], [1, 1, t(5)]]),
+         ]),
+    case("the-residual-decides-the-match-inside-the-window-and-null-keys-never-match",
+         join_sql("RIGHT", extra=" AND L.v < R.w"), [
+             ({"l": [left(1, 5, 1), left(None, 0, 2), left(1, 1, 3), left(4, 0, 6)], "r": [right(1, 3, 4), right(None, 9, 4), right(7, 0, 6)]},
+              [[1, 1, 1, 3, t(0), t(5), t(5)], [None, None, None, 9, None, None, t(5)]]),
+         ]),
+    case("spark-window-function-in-derived-tables",
+         "SELECT L.k, L.v, R.w, L.win.start AS ws FROM (SELECT k, v, window(ts, '5 seconds') AS win FROM l) L "
+         "LEFT JOIN (SELECT k, w, window(ts, '5 seconds') AS win FROM r WHERE w > 0) R ON L.k = R.k AND L.win = R.win", [
+             ({"l": [left(1, 1, 1), left(2, 2, 2), left(3, 0, 7)], "r": [right(1, 10, 3), right(2, 0, 4), right(1, 11, 8)]},
+              [[1, 1, 10, t(0)], [2, 2, None, t(0)]]),
+         ]),
+    {**case("an-input-that-is-not-append-only-fails-the-run", join_sql("INNER"), []), "runs": [
+        {"changes": {"l": [left(1, 1, 1)], "r": [right(1, 1, 1)]}},
+        {"changes": {"l": [["-D", [1, 1, t(1)]]]}, "expect_error": "a window join reads append-only inputs"}]},
+]
+
+
+def _assert_ok(outcome: dict[str, Any]) -> None:
+    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
+
+
+def test_scenarios(spark):
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
+            _assert_ok(outcome)
+
+
+# -- compile time ----------------------------------------------------------------------------------
+def _specs(**overrides: dict) -> dict[str, InputSpec]:
+    raw = {"l": L, "r": R, **overrides}
+    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+
+
+def test_explain_names_the_window_join_and_its_windows():
+    text = compile_sql("m", join_sql("LEFT", HOP), _specs()).explain()
+    assert "left window join j1" in text and "per window HOP(ts, size 4s, slide 2s), fired at its end" in text
+    assert "scan TABLE(HOP(ts, size 4s, slide 2s)) OF l AS L" in text
+
+
+@pytest.mark.parametrize("sql, inputs, config, message", [
+    (join_sql("INNER").replace(" AND L.window_end = R.window_end", ""), {}, {}, "must equate both window bounds"),
+    (join_sql("INNER").replace("JOIN " + TUMBLE.format(t="r"), "JOIN " + HOP.format(t="r")), {}, {},
+     "the two sides use different windows"),
+    (join_sql("INNER"), {"r": {**R, "changelog_format": "upsert", "unique_key": ["k"]}}, {}, "reads append-only inputs"),
+    (join_sql("INNER").replace("DESCRIPTOR(ts)", "DESCRIPTOR(v)", 1), {}, {}, "must window by the input's event time (ts)"),
+    (join_sql("INNER"), {"l": {k: v for k, v in L.items() if k != "event_time"}}, {}, "none declared: declare event_time"),
+    (join_sql("INNER", HOP.replace("'4'", "'5'")), {}, {}, "size must be a positive whole multiple of its slide"),
+    (join_sql("INNER", TUMBLE.replace("INTERVAL '5' SECOND", "INTERVAL '1' MONTH")), {}, {},
+     "must be a fixed, non-negative INTERVAL"),
+    (join_sql("INNER", "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts)))"), {}, {}, "TUMBLE takes positional arguments"),
+    (join_sql("INNER"), {}, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include a window join"),
+])
+def test_unsupported_variants_fail_at_compile_time(sql, inputs, config, message):
+    with pytest.raises(CompileError) as err:
+        compile_sql("windows_model", sql, _specs(**inputs), ModelConfig.from_dict(config))
+    assert message in str(err.value) and "model 'windows_model'" in str(err.value)
+
+
+# -- property: the rule, computed in Python ---------------------------------------------------------
+def windows_of(kind: str, ts: float) -> list[tuple[int, int]]:
+    """The windows (start, end) in seconds of a row at `ts` (TUMBLE 5; HOP slide 2 size 4; CUMULATE step 2 size 6)."""
+    if kind == "TUMBLE":
+        start = int(ts // 5) * 5
+        return [(start, start + 5)]
+    if kind == "HOP":
+        last = int(ts // 2) * 2
+        return [(s, s + 4) for s in (last, last - 2)]
+    start = int(ts // 6) * 6
+    return [(start, e) for e in range(start + 2, start + 7, 2) if e > ts]
+
+
+def expected_emissions(runs: list[dict], kind: str, join: str,
+                       residual: Callable[[list, list], bool] = lambda a, b: True) -> list[list[tuple]]:
+    """What each run emits: per run, the watermark W (min over both inputs of the largest time seen);
+    a (row, window) pair is late when W before its run already reached the window's end - 1 ms; each
+    window fires in the first run where W reaches end - 1 ms and joins its on-time rows."""
+    held: dict[str, list[tuple[list, tuple[int, int]]]] = {"l": [], "r": []}
+    top: dict[str, float] = {}
+    w: float | None = None
+    out = []
+    for run in runs:
+        for side in ("l", "r"):
+            for _, row in run["changes"].get(side, []):
+                ts = seconds(row[2])
+                top[side] = max(top.get(side, ts), ts)
+                held[side] += [(row, win) for win in windows_of(kind, ts) if w is None or win[1] - 0.001 > w]
+        before = w
+        if len(top) == 2:
+            w = max(filter(lambda x: x is not None, [w, min(top.values())]))
+        fired = {win for side in held.values() for _, win in side
+                 if w is not None and win[1] - 0.001 <= w and (before is None or win[1] - 0.001 > before)}
+        emitted = []
+        for win in fired:
+            ls = [r for r, x in held["l"] if x == win]
+            rs = [r for r, x in held["r"] if x == win]
+            matched_r: set[int] = set()
+            for a in ls:
+                hits = [j for j, b in enumerate(rs) if a[0] is not None and a[0] == b[0] and residual(a, b)]
+                matched_r |= set(hits)
+                if join in ("SEMI", "ANTI"):
+                    if bool(hits) == (join == "SEMI"):
+                        emitted.append((a[0], a[1], t(win[1])))
+                    continue
+                emitted += [(a[0], a[1], rs[j][0], rs[j][1], t(win[1])) for j in hits]
+                if not hits and join in ("LEFT", "FULL"):
+                    emitted.append((a[0], a[1], None, None, t(win[1])))
+            if join in ("RIGHT", "FULL"):
+                emitted += [(None, None, b[0], b[1], t(win[1])) for j, b in enumerate(rs) if j not in matched_r]
+        out.append(sorted(emitted, key=repr))
+    return out
+
+
+def property_sql(kind: str, join: str) -> str:
+    windows = {"TUMBLE": TUMBLE, "HOP": HOP, "CUMULATE": CUMULATE}[kind]
+    if join in ("SEMI", "ANTI"):
+        neg = "NOT " if join == "ANTI" else ""
+        return (f"SELECT L.k, L.v, L.window_end FROM {windows.format(t='l')} L WHERE {neg}EXISTS (SELECT 1 FROM "
+                f"{windows.format(t='r')} R WHERE R.k = L.k AND R.w >= L.v AND {SAME_WINDOW})")
+    return (f"SELECT L.k, L.v, R.k AS rk, R.w, coalesce(L.window_end, R.window_end) AS we FROM {windows.format(t='l')} L "
+            f"{join} JOIN {windows.format(t='r')} R ON L.k = R.k AND R.w >= L.v AND {SAME_WINDOW}")
+
+
+@st.composite
+def append_only_runs(draw) -> list[dict]:
+    """Runs of rows on both inputs at whole seconds, some behind the watermark (late), with
+    duplicates and NULL keys, at random run boundaries."""
+    runs, clock = [], 0
+    for _ in range(draw(st.integers(2, 4))):
+        changes: dict[str, list] = {}
+        for side in ("l", "r"):
+            rows = [[draw(st.sampled_from([1, 2, None])), draw(st.integers(0, 2)), t(max(0, clock + draw(st.integers(-4, 6))))]
+                    for _ in range(draw(st.integers(0, 4)))]
+            rows += [list(r) for r in rows[:draw(st.integers(0, 1))]]
+            if rows:
+                changes[side] = [["+I", r] for r in rows]
+        clock += draw(st.integers(0, 6))
+        runs.append({"changes": changes})
+    return runs
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=append_only_runs(), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
+       join=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"]))
+def test_each_run_emits_what_the_rule_says(spark, runs, kind, join):
+    outcome = run_case(spark, {"name": "window-property", "sql": property_sql(kind, join), "inputs": {"l": L, "r": R},
+                               "runs": runs})
+    _assert_ok(outcome)
+    want = expected_emissions(runs, kind, join, residual=lambda a, b: b[1] >= a[1])
+    for i, (run, expected) in enumerate(zip(outcome["runs"], want)):
+        assert all(k == "+I" for k, _ in run["changelog"]), run["changelog"]
+        got = sorted((tuple(r) for _, r in run["changelog"]), key=repr)
+        assert got == expected, f"run {i}: {got} != {expected}\nsql: {property_sql(kind, join)}\nruns: {json.dumps(runs)}"
+
+
+# -- Flink itself ------------------------------------------------------------------------------------
+def random_on_time_case(name: str, sql: str, rng: random.Random) -> tuple[dict, list[int]]:
+    """Rows at or after the watermark when they arrive (a late row's fate depends on how Flink's two
+    input channels interleave, see tests/flink_oracle/README.md), NULL keys and duplicates; and the
+    watermark after each run. Every run raises the watermark."""
+    top = {"l": 0, "r": 0}
+    runs, marks = [], []
+    for _ in range(3):
+        floor = min(top.values())
+        changes: dict[str, list] = {}
+        for side in ("l", "r"):
+            rows = [[rng.choice([None, 1, 2, 3]), rng.randint(0, 3), t(floor + rng.randint(0, 7))]
+                    for _ in range(rng.randint(1, 5))]
+            rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1))] + [[2, 0, t(floor + 8)]]
+            changes[side] = [["+I", r] for r in rows]
+            top[side] = max([top[side]] + [seconds(r[2]) for r in rows])
+        marks.append(min(top.values()))
+        runs.append({"changes": changes})
+    return {"name": name, "sql": sql, "config": {}, "runs": runs, "inputs": {"l": L, "r": R}}, marks
+
+
+def test_window_joins_agree_with_flink_run_by_run(spark):
+    """Each run emits exactly the rows Flink emits for the windows that run's watermark fires (a row's
+    window end says which run fires it); Flink's other rows are of windows it fires only at the end of
+    its bounded input (watermark +inf), which streamjoin still holds open."""
+    rng = random.Random(20261124)
+    queries = [property_sql(kind, join) for kind, join in
+               [("TUMBLE", "FULL"), ("HOP", "LEFT"), ("CUMULATE", "INNER"), ("TUMBLE", "SEMI"), ("HOP", "ANTI"),
+                ("CUMULATE", "RIGHT")]]
+    cases, marks = [], {}
+    for i, sql in enumerate(queries):
+        c, m = random_on_time_case(f"window-{i}", sql, rng)
+        cases.append(c)
+        marks[c["name"]] = m
+    reports, stderr = run_reports(cases)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        ours = list(pool.map(lambda c: run_case(spark, c), cases))
+    for c, report, outcome in zip(cases, reports, ours):
+        assert report["ok"], f"{c['name']}: Flink failed: {report['error']}\n{stderr[-5000:]}"
+        _assert_ok(outcome)
+        w = marks[c["name"]]
+        fires_in = lambda end: next((i for i, m in enumerate(w) if seconds(end) - 0.001 <= m), None)  # noqa: E731
+        per_run: list[list] = [[] for _ in w]
+        for row in report["result"]:
+            i = fires_in(row[-1])
+            if i is not None:
+                per_run[i].append(row)
+        for i, run in enumerate(outcome["runs"]):
+            same, why = same_result(per_run[i], [r for _, r in run["changelog"]], report["columns"])
+            assert same, f"{c['name']} run {i} ({c['sql']}): streamjoin differs from Flink: {why}\n{json.dumps(c)}"
+
+
+# -- bounded state ----------------------------------------------------------------------------------
+def test_state_holds_the_rows_of_open_windows_only(spark, tmp_path, monkeypatch):
+    """A row every second for twelve runs, the watermark two seconds behind: a side's table holds the
+    rows of windows open when it was last rewritten, plus the runs appended since."""
+    monkeypatch.setattr(window, "COMPACT_AT", 2)
+    inputs = {"l": {**L, "watermark_delay": "2 seconds"}, "r": {**R, "watermark_delay": "2 seconds"}}
+    runs = [{"changes": {"l": [left(1, i, i)], "r": [right(1, i, i)]}} for i in range(12)]
+    runner = CaseRunner(spark, {"name": "bounded", "sql": join_sql("INNER"), "inputs": inputs, "runs": runs}, str(tmp_path))
+    sizes = []
+    for i, run in enumerate(runs):
+        runner.append_changes(i, run["changes"])
+        run_once(spark, runner.plan, runner.tables)
+        path = runner.tables.state("j1_left")
+        sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
+    def open_rows(i: int) -> int:  # rows of windows open after run i (W = i - 2)
+        return sum(1 for j in range(i + 1) if (j // 5 + 1) * 5 - 0.001 > i - 2)
+
+    # rewritten every other run: what was open two runs ago, plus two runs of appends; never all twelve
+    assert all(sizes[i] <= open_rows(i - 2) + 2 for i in range(2, len(sizes))), sizes
+    assert sizes[-1] < len(runs) and sizes[-1] <= open_rows(len(runs) - 1) + 2, sizes
+    result = sorted(tuple(r[:4]) for r in _collect(runner.result()))  # W = 9: only [0, 5) fired
+    assert result == sorted((1, i, 1, j) for i in range(5) for j in range(5)), result
