@@ -65,6 +65,26 @@ from {{ streamjoin._window_table(l.relation, time, window, size, slide, offset) 
 {%- endmacro %}
 
 
+{#-- asof_join: each row of `left` with the one row of `right` of its key (`on`) nearest in time:
+     `match` '>=' (the latest right row with right_time <= left_time), '>', '<=' or '<'. join_type
+     'inner' (a left row without one is dropped) or 'left' (null-padded). --#}
+{% macro asof_join(left, right, on, left_time, right_time, match='>=', join_type='inner', columns=none, where=none) -%}
+  {%- set l = streamjoin._join_input(left) -%}
+  {%- set r = streamjoin._join_input(right) -%}
+  {%- if join_type | lower not in ('inner', 'left') -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.asof_join: join_type '" ~ join_type ~ "' is not 'inner' or 'left'") -%}
+  {%- endif -%}
+  {%- if match not in ('>=', '>', '<=', '<') -%}
+    {%- do exceptions.raise_compiler_error("streamjoin.asof_join: match '" ~ match ~ "' is not one of >=, >, <=, <") -%}
+  {%- endif -%}
+select {{ streamjoin._select_list(columns) }}
+from {{ l.relation }} as {{ l.alias }}
+{{ 'left ' if join_type | lower == 'left' else '' }}asof join {{ r.relation }} as {{ r.alias }}
+  match_condition({{ l.alias }}.{{ left_time }} {{ match }} {{ r.alias }}.{{ right_time }})
+  {{ streamjoin._on_and_where(l, r, on, [], where) }}
+{%- endmacro %}
+
+
 {#-- multi_join: several inputs joined on one shared key, each to the first input.
      `key` is the column name every input shares, or a list with one name per input;
      `join_types` has one entry per input after the first ('inner' or 'left'). --#}

@@ -153,7 +153,7 @@ def test_explain_names_the_window_join_and_its_windows():
     (join_sql("INNER"), {"r": {**R, "changelog_format": "upsert", "unique_key": ["k"]}}, {}, "reads append-only inputs"),
     (join_sql("INNER").replace("DESCRIPTOR(ts)", "DESCRIPTOR(v)", 1), {}, {}, "must window by the input's event time (ts)"),
     (join_sql("INNER"), {"l": {k: v for k, v in L.items() if k != "event_time"}}, {}, "none declared: declare event_time"),
-    (join_sql("INNER", HOP.replace("'4'", "'5'")), {}, {}, "size must be a positive whole multiple of its slide"),
+    (join_sql("INNER", CUMULATE.replace("'6'", "'5'")), {}, {}, "the size a whole multiple of the step"),
     (join_sql("INNER", TUMBLE.replace("INTERVAL '5' SECOND", "INTERVAL '1' MONTH")), {}, {},
      "must be a fixed, non-negative INTERVAL"),
     (join_sql("INNER", "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts)))"), {}, {}, "TUMBLE takes positional arguments"),
@@ -315,23 +315,25 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
 
 # -- bounded state ----------------------------------------------------------------------------------
 def test_state_holds_the_rows_of_open_windows_only(spark, tmp_path, monkeypatch):
-    """A row every second for twelve runs, the watermark two seconds behind: a side's table holds the
-    rows of windows open when it was last rewritten, plus the runs appended since."""
+    """A row every second on each side for seven runs, 2 s windows, the watermark a second behind: a
+    side's table holds the rows of windows open when it was last rewritten, plus the runs appended since."""
     monkeypatch.setattr(window, "COMPACT_AT", 2)
-    inputs = {"l": {**L, "watermark_delay": "2 seconds"}, "r": {**R, "watermark_delay": "2 seconds"}}
-    runs = [{"changes": {"l": [left(1, i, i)], "r": [right(1, i, i)]}} for i in range(12)]
-    runner = CaseRunner(spark, {"name": "bounded", "sql": join_sql("INNER"), "inputs": inputs, "runs": runs}, str(tmp_path))
+    inputs = {"l": {**L, "watermark_delay": "1 second"}, "r": {**R, "watermark_delay": "1 second"}}
+    runs = [{"changes": {"l": [left(1, i, i)], "r": [right(1, i, i)]}} for i in range(7)]
+    sql = join_sql("INNER", TUMBLE.replace("'5'", "'2'"))
+    runner = CaseRunner(spark, {"name": "bounded", "sql": sql, "inputs": inputs, "runs": runs}, str(tmp_path))
     sizes = []
     for i, run in enumerate(runs):
         runner.append_changes(i, run["changes"])
         run_once(spark, runner.plan, runner.tables)
         path = runner.tables.state("j1_left")
         sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
-    def open_rows(i: int) -> int:  # rows of windows open after run i (W = i - 2)
-        return sum(1 for j in range(i + 1) if (j // 5 + 1) * 5 - 0.001 > i - 2)
 
-    # rewritten every other run: what was open two runs ago, plus two runs of appends; never all twelve
-    assert all(sizes[i] <= open_rows(i - 2) + 2 for i in range(2, len(sizes))), sizes
-    assert sizes[-1] < len(runs) and sizes[-1] <= open_rows(len(runs) - 1) + 2, sizes
-    result = sorted(tuple(r[:4]) for r in _collect(runner.result()))  # W = 9: only [0, 5) fired
-    assert result == sorted((1, i, 1, j) for i in range(5) for j in range(5)), result
+    def open_rows(i: int) -> int:  # rows of windows open after run i (W = i - 1)
+        return sum(1 for j in range(i + 1) if (j // 2 + 1) * 2 - 0.001 > i - 1)
+
+    # rewritten every other run: what was open a run ago, plus a run of appends; never every row
+    assert all(sizes[i] <= open_rows(i - 1) + 1 for i in range(1, len(sizes))), sizes
+    assert sizes[-1] < len(runs), sizes
+    result = sorted(tuple(r[:4]) for r in _collect(runner.result()))  # W = 5 s: [0, 2) and [2, 4) fired
+    assert result == sorted((1, i, 1, j) for w in (0, 2) for i in (w, w + 1) for j in (w, w + 1)), result

@@ -45,8 +45,8 @@ from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
                    closest_key, unknown_keys)
 from .sql.compiler import compile_sql
-from .sql import windows
-from .sql.plan import JoinPlan
+from .sql import asof, windows
+from .sql.plan import Join, JoinPlan
 from .storage import delta_log, formats
 from .storage.tables import ModelTables
 from .zset import q
@@ -209,7 +209,7 @@ def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     """
     by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
     try:
-        tree = sqlglot.parse_one(windows.parseable(sql), read="spark")
+        tree = sqlglot.parse_one(asof.parseable(windows.parseable(sql))[0], read="spark")
     except sqlglot.errors.ParseError as exc:
         raise ConfigError(f"cannot parse the SQL: {exc}", model=model) from exc
     spans: list[tuple[int, int, str]] = []  # start, end (exclusive), input name
@@ -258,6 +258,11 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     _replace_view(spark, relation, _files_select(tables, "result", tables.result, result_version, hidden))
     _replace_view(spark, f"{relation}__changelog",
                   _files_select(tables, "changelog", tables.changelog, changelog_version, ()))
+    if any(isinstance(n, Join) and n.asof for n in plan.nodes()):  # Spark SQL has no ASOF JOIN to run the SQL
+        for view in (f"{relation}__batch", f"{relation}__batch_on_time"):
+            if _table_type(spark, view) == "VIEW":
+                spark.sql(f"DROP VIEW {view}")
+        return
     snapshots = {name: snapshot_sql(tables, spec, manifest['offsets'][name]['end'])
                  for name, spec in plan.inputs.items()}
     _replace_view(spark, f"{relation}__batch",

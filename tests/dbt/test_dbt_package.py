@@ -69,6 +69,9 @@ MODELS = {
                       "{{ streamjoin.window_join(source('crm', 'orders'), source('crm', 'accounts'), on='account_id', "
                       "time='ts', window='hop', size='10 minutes', slide='5 minutes', join_type='left', "
                       "columns=['orders.order_id', 'accounts.region', 'orders.window_end']) }}",
+    "orders_asof": "{{ config(materialized='streaming_join') }}\n"
+                   "{{ streamjoin.asof_join(source('crm', 'orders'), source('crm', 'accounts'), on='account_id', "
+                   "left_time='ts', right_time='ts', join_type='left', columns=['orders.order_id', 'accounts.region']) }}",
 }
 
 
@@ -110,7 +113,7 @@ def test_the_package_adds_only_macros_to_the_users_project(compiled: Compiled) -
 
 def test_compile_renders_every_node_without_starting_spark(compiled: Compiled) -> None:
     results = compiled.compile.results
-    assert len(results) == 6 and {r["status"] for r in results.values()} == {"success"}
+    assert len(results) == 7 and {r["status"] for r in results.values()} == {"success"}
     assert "left join crm.accounts a" in results["orders_by_region"]["compiled_code"]
     assert not (compiled.local_dir / "metastore_db").exists()
     assert "Starting SparkSession" not in (compiled.local_dir / "logs" / "dbt.log").read_text()
@@ -128,3 +131,14 @@ def test_the_window_join_macro_renders_flinks_window_table_functions(compiled: C
                                                                                    "accounts": "crm.accounts"}), specs)
     assert "left window join j1 ON `orders__account_id` = `accounts__account_id`" in plan.explain()
     assert str(plan.root.window) == "per window HOP(ts, size 600s, slide 300s), fired at its end"
+
+
+def test_the_asof_join_macro_renders_a_match_condition(compiled: Compiled) -> None:
+    code = compiled.compile.results["orders_asof"]["compiled_code"]
+    assert "left asof join crm.accounts as accounts\n  match_condition(orders.ts >= accounts.ts)" in code
+    sql = code[code.index("select"):code.rindex("accounts.account_id") + len("accounts.account_id")]
+    specs = {name: InputSpec.from_dict(name, {"columns": [["account_id", "bigint"], [column, "string"], ["ts", "timestamp"]]})
+             for name, column in (("orders", "order_id"), ("accounts", "region"))}
+    plan = compile_sql("orders_asof", rename_relations("orders_asof", sql, {"orders": "crm.orders",
+                                                                             "accounts": "crm.accounts"}), specs)
+    assert str(plan.root.asof) == "MATCH_CONDITION(`orders__ts` >= `accounts__ts`)"

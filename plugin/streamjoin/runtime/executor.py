@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from ..operators.asof import run_asof_join
 from ..operators.interval import run_interval_join
 from ..operators.lookup import run_lookup_join
 from ..operators.multiway import run_multi_join
@@ -75,10 +76,11 @@ class Executor:
 
     def output_inserts_only(self) -> bool:
         """True when this run's output change can hold no retraction: every input only inserts and
-        no join preserves unmatched rows, so every output row is a product of positive weights."""
+        no join preserves unmatched rows (or, ASOF, changes its choice), so every output row is a
+        product of positive weights."""
         def pads(node: Node) -> bool:
             if isinstance(node, Join):
-                return any(node.join_type.preserves(s) for s in Side)
+                return node.asof is not None or any(node.join_type.preserves(s) for s in Side)
             return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
         return set(self.plan.inputs) <= self.insert_only and not any(pads(n) for n in self.plan.nodes())
 
@@ -93,6 +95,8 @@ class Executor:
                 return run_lookup_join(self, node) if lookup else run_temporal_join(self, node)
             if node.window is not None:
                 return run_window_join(self, node)
+            if node.asof is not None:
+                return run_asof_join(self, node)
             return self.regular_join(node)
         return run_multi_join(self, node)
 

@@ -24,6 +24,8 @@ from sqlglot import exp
 from ..errors import CompileError
 from ..spec import InputSpec, ModelConfig
 from ..types import JoinType, Side, q
+from .asof import MatchCondition, bind_asof, match_condition
+from .asof import parseable as asof_parseable
 from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
@@ -63,6 +65,7 @@ class _Compiler:
         self.prefixes: dict[str, InputSpec] = {}
         self.join_counter = 0
         self.as_of: dict[str, AsOf] = {}  # join id -> its FOR SYSTEM_TIME AS OF (temporal joins)
+        self.match_conditions: list[MatchCondition] = []  # ASOF joins' MATCH_CONDITIONs not yet bound
 
     # -- errors -----------------------------------------------------------------------------
     def fail(self, message: str, node: exp.Expression | None = None) -> CompileError:
@@ -71,7 +74,8 @@ class _Compiler:
     # -- entry ------------------------------------------------------------------------------
     def compile(self) -> JoinPlan:
         try:
-            tree = sqlglot.parse_one(parseable(self.sql), read="spark")
+            text, self.match_conditions = asof_parseable(parseable(self.sql))
+            tree = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as exc:
             raise CompileError(f"cannot parse the SQL: {exc}", model=self.model) from exc
         if not isinstance(tree, exp.Select):
@@ -181,8 +185,9 @@ class _Compiler:
         for join in select.args.get("joins") or []:
             kind = (join.args.get("kind") or "").upper()
             side = (join.args.get("side") or "").upper()
-            if join.args.get("method"):
-                raise self.fail(f"{join.args['method']} joins are not supported", join)
+            method = str(join.args.get("method") or "").upper()
+            if method and method != "ASOF":
+                raise self.fail(f"{method} joins are not supported", join)
             if kind == "CROSS":
                 if "pivots" in join.args:
                     raise self.fail("CROSS JOIN is not supported: a streaming join needs an equi-condition; write JOIN ... ON", join)
@@ -205,6 +210,10 @@ class _Compiler:
                     on_parts.append(exp.EQ(this=self.using_column(ident.name, node, scope, join), expression=exp.column(ident.name, right.alias)))
             if join.args.get("on"):
                 on_parts.extend(predicates(join.args["on"]))
+            if method == "ASOF":
+                node = bind_asof(self, node, right, join_type, on_parts, match_condition(join, self.match_conditions),
+                                 scope, join)
+                continue
             if not on_parts:
                 raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: a streaming join needs an equi-condition", join)
             node = self.join_with(node, right, join_type, on_parts, scope, join)

@@ -36,19 +36,20 @@ def push_into(node: Node, predicate: exp.Expression, scope: Scope, fail: Fail) -
         return replace(node, filters=node.filters + (scope.render(predicate, fail),))
     if isinstance(node, Join):
         if target in {a.lower() for a in node.left.aliases}:
-            return Join(node.id, node.join_type, push_into(node.left, predicate, scope, fail), node.right,
-                        node.keys, node.residual, node.null_aware)
-        return Join(node.id, node.join_type, node.left, push_into(node.right, predicate, scope, fail),
-                    node.keys, node.residual, node.null_aware)
+            return replace(node, left=push_into(node.left, predicate, scope, fail))
+        return replace(node, right=push_into(node.right, predicate, scope, fail))
     return node
 
 
 def can_push(node: Node, alias: str) -> bool:
-    """True when no join between the root and `alias`'s scan null-pads that input."""
+    """True when no join between the root and `alias`'s scan null-pads that input, and `alias` is not
+    the right side of an ASOF join (filtering it first would pick another nearest row)."""
     if isinstance(node, Scan):
         return node.alias.lower() == alias
     if isinstance(node, Join):
         in_left = alias in {a.lower() for a in node.left.aliases}
+        if node.asof is not None and not in_left:
+            return False
         child, side = (node.left, Side.LEFT) if in_left else (node.right, Side.RIGHT)
         null_padded = node.join_type.preserves(side.other) and node.join_type.emits_pairs
         if node.join_type is JoinType.FULL or null_padded:
@@ -74,8 +75,9 @@ def place_predicates(root: Node, parts: list[exp.Expression], scope: Scope,
 
 def _attach_to_inner_join(node: Node, c: exp.Expression, refs: set[str], scope: Scope,
                           fail: Fail) -> tuple[bool, Node]:
-    """Attach a two-input WHERE conjunct to the lowest INNER join covering it, if reachable."""
-    if not isinstance(node, Join) or len(refs) < 2:
+    """Attach a two-input WHERE conjunct to the lowest INNER join covering it, if reachable (never to
+    an ASOF join or below it: the conjunct filters the rows it chose)."""
+    if not isinstance(node, Join) or len(refs) < 2 or node.asof is not None:
         return False, node
     left_aliases = {a.lower() for a in node.left.aliases}
     right_aliases = {a.lower() for a in node.right.aliases}
@@ -91,12 +93,10 @@ def _attach_to_inner_join(node: Node, c: exp.Expression, refs: set[str], scope: 
         return False, node
     key = equi_key(c, left_aliases, right_aliases, scope, fail)
     if key is not None:
-        return True, Join(node.id, node.join_type, node.left, node.right, node.keys + (key,), node.residual, node.null_aware)
+        return True, replace(node, keys=node.keys + (key,))
     rendered = scope.render(c, fail)
-    residual = f"({node.residual}) AND ({rendered})" if node.residual else rendered
-    return True, Join(node.id, node.join_type, node.left, node.right, node.keys, residual, node.null_aware)
+    return True, replace(node, residual=f"({node.residual}) AND ({rendered})" if node.residual else rendered)
 
 
 def _replace_child(node: Join, which: str, child: Node) -> Join:
-    left, right = (child, node.right) if which == "left" else (node.left, child)
-    return Join(node.id, node.join_type, left, right, node.keys, node.residual, node.null_aware)
+    return replace(node, **{which: child})

@@ -54,7 +54,7 @@ class Windowing:
         if self.kind == "TUMBLE":
             return f"array(named_struct('start', {first}, 'end', {first} + {self.size}))"
         if self.kind == "HOP":  # the latest window starting at or before t, and those before it that still hold t
-            starts = f"transform(sequence(0, {self.size // self.step - 1}), i -> {first} - i * {self.step})"
+            starts = f"transform(sequence(0, {-(-self.size // self.step) - 1}), i -> {first} - i * {self.step})"
             return (f"transform(filter({starts}, s -> s + {self.size} > {t}), "
                     f"s -> named_struct('start', s, 'end', s + {self.size}))")
         ends = f"transform(sequence(1, {self.size // self.step}), i -> {first} + i * {self.step})"  # CUMULATE
@@ -178,6 +178,24 @@ class WindowJoinSpec:
 
 
 @dataclass(frozen=True)
+class AsofSpec:
+    """An ASOF join's match condition, `left_time <op> right_time` (Spark SQL over internal names):
+    each left row takes the one right row of its key nearest in time that satisfies it."""
+
+    left_time: str
+    op: str  # ">=", ">", "<=" or "<"
+    right_time: str
+
+    @property
+    def latest(self) -> bool:
+        """True when the nearest row is the latest one (>=, >), False for the earliest (<=, <)."""
+        return self.op.startswith(">")
+
+    def __str__(self) -> str:
+        return f"MATCH_CONDITION({self.left_time} {self.op} {self.right_time})"
+
+
+@dataclass(frozen=True)
 class Join:
     """A binary join node with its own state for each of its two inputs."""
 
@@ -191,6 +209,7 @@ class Join:
     time_bound: TimeBound | None = None  # set for interval joins
     temporal: TemporalSpec | None = None  # set for event-time temporal joins (right side: the versions)
     window: WindowJoinSpec | None = None  # set for window joins
+    asof: AsofSpec | None = None  # set for ASOF joins
 
     @property
     def output_columns(self) -> tuple[str, ...]:
@@ -281,6 +300,8 @@ class JoinPlan:
                     "an event-time temporal join (FOR SYSTEM_TIME AS OF)"
             if isinstance(n, Join) and n.window is not None:
                 return "a window join"
+            if isinstance(n, Join) and n.asof is not None:
+                return "an ASOF join"
         return None
 
     def explain(self) -> str:
@@ -309,10 +330,13 @@ class JoinPlan:
                     extra += f" {node.temporal}"
                 if node.window:
                     extra += f" {node.window}"
+                if node.asof:
+                    extra += f" {node.asof}"
                 kind = f"{node.join_type.value}{' null-aware' if node.null_aware else ''}"
                 if node.temporal:
                     kind += " lookup" if node.temporal.processing_time else " event-time temporal"
                 kind += " window" if node.window else ""
+                kind += " asof" if node.asof else ""
                 lines.append(f"{pad}{kind} join {node.id} ON {keys}{extra}")
                 walk(node.left, depth + 1)
                 walk(node.right, depth + 1)

@@ -100,8 +100,9 @@ def windowing(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> Windowing:
     offset = _micros(args[-1], "offset", fail) if len(args) == 3 + len(names) else 0
     size = values["size"]
     step = values.get("slide", values.get("step", size))
-    if size <= 0 or step <= 0 or size % step:
-        raise fail(f"{kind}'s size must be a positive whole multiple of its {names[0]}, as in Flink", call)
+    if size <= 0 or step <= 0 or (kind == "CUMULATE" and size % step):
+        raise fail(f"{kind}'s size and {names[0]} must be positive" + (", the size a whole multiple of the step, as "
+                   "in Flink" if kind == "CUMULATE" else ""), call)
     return Windowing(kind, next(c for c in spec.column_names if c.lower() == time.lower()), size, step, offset)
 
 

@@ -1,0 +1,107 @@
+"""The ASOF join over changelogs, in bulk: each left row with the one right row of its key nearest in
+time (`sql.asof`), kept up to date as either side changes.
+
+Per run, the keys the run's changes touch (on either side) are recomputed: the output change is
+ASOF(new rows of those keys) - ASOF(old rows of those keys), where old is what state holds and new
+is old plus the run's changes. So a new, updated or deleted right row retracts and re-emits exactly
+the left rows of its key whose match changes (the rest cancel); with an output unique key the
+result table writes them as -U/+U. A left row takes one right row whatever its multiplicity, so a
+left row of weight w gives an output row of weight w.
+
+State: one Delta table per side of its changes (`_run`, `_weight`), read whole and consolidated
+per touched key; once a table holds `COMPACT_AT` files the run rewrites it consolidated (its live
+rows only).
+"""
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from ..sql.plan import AsofSpec, Join
+from ..storage import delta_log
+from ..storage.writes import StagedWrite
+from ..types import JoinType, Side
+from ..zset import WEIGHT, col, consolidate
+
+if TYPE_CHECKING:
+    from ..runtime.executor import Executor
+    from .regular import JoinSide
+
+RUN, ROW_ID = "_run", "_left_row"
+COMPACT_AT = 8  # files in a state table that make the run rewrite it consolidated
+
+
+class AsofJoin:
+    """One run of an ASOF join node."""
+
+    def __init__(self, executor: "Executor", node: Join) -> None:
+        self.x = executor
+        self.node = node
+        self.spec: AsofSpec = node.asof  # type: ignore[assignment]
+        self.sides: dict[Side, JoinSide] = executor.join_sides(node)
+        self.paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
+        self.table_versions = {s: executor.versions.get(p) for s, p in self.paths.items()}
+        self.schemas = {s: StructType(list(self.sides[s].schema.fields)
+                                      + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]) for s in Side}
+
+    def keyed(self, s: Side, rows: DataFrame) -> DataFrame:
+        return self.sides[s].with_keys(rows)
+
+    def run(self) -> DataFrame:
+        x = self.x
+        changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
+        touched = x.persist(reduce(DataFrame.unionByName, [
+            self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
+            for s in Side]).distinct())
+        old, new = {}, {}
+        for s in Side:
+            side = self.sides[s]
+            files = delta_log.data_files(self.paths[s], self.table_versions[s])
+            stored = delta_log.read(x.spark, files, self.schemas[s]).select(*side.columns, WEIGHT)
+            mine = self.keyed(s, stored).join(touched, self.same_key(s, touched), "left_semi")
+            old[s] = x.persist(consolidate(mine.select(*side.columns, WEIGHT), side.columns))
+            new[s] = x.persist(consolidate(old[s].unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns))
+            appends = changes[s].select(*side.columns, WEIGHT).withColumn(RUN, F.lit(x.run_id).cast("long"))
+            if len(files) >= COMPACT_AT:
+                live = consolidate(stored.unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns)
+                actions = x.writer.write(live.withColumn(RUN, F.lit(x.run_id).cast("long")).select(*self.schemas[s].names),
+                                         self.paths[s]) + delta_log.remove_actions(files, self.paths[s])
+            else:
+                actions = x.writer.write(appends.select(*self.schemas[s].names), self.paths[s])
+            x.staged.append(StagedWrite(self.paths[s], actions, self.schemas[s], ()))
+        before = self.asof(old[Side.LEFT], old[Side.RIGHT])
+        after = self.asof(new[Side.LEFT], new[Side.RIGHT])
+        columns = [*self.sides[Side.LEFT].columns, *self.sides[Side.RIGHT].columns]
+        output = x.persist(consolidate(after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))), columns))
+        x.count_metrics(self.node, {"operator": "asof join"}, {"touched_keys": (touched, F.lit(1))})
+        return output
+
+    def same_key(self, s: Side, touched: DataFrame) -> Column:
+        """A row of side `s` (with its key columns) has a touched key (NULLs equal: they are touched too)."""
+        pairs = [col(k).eqNullSafe(touched[f"_k{i}"]) for i, k in enumerate(self.sides[s].key_columns)]
+        return reduce(lambda a, b: a & b, pairs)
+
+    def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
+        """Each left row with its nearest right row (one per unit of weight of the left row)."""
+        l_side, r_side = self.sides[Side.LEFT], self.sides[Side.RIGHT]
+        lk = self.keyed(Side.LEFT, left.withColumnRenamed(WEIGHT, "_wl")).withColumn(ROW_ID, F.monotonically_increasing_id())
+        rk = self.keyed(Side.RIGHT, right.drop(WEIGHT))
+        keys = [col(a).eqNullSafe(col(b)) if safe else col(a) == col(b)
+                for a, b, safe in zip(l_side.key_columns, r_side.key_columns, l_side.null_safe)]
+        cond = reduce(lambda a, b: a & b, keys) & F.expr(f"{self.spec.left_time} {self.spec.op} {self.spec.right_time}")
+        how = "left_outer" if self.node.join_type is JoinType.LEFT else "inner"
+        pairs = lk.join(rk, cond, how)
+        time = F.expr(self.spec.right_time)
+        order = [time.desc() if self.spec.latest else time.asc(), *[col(c).asc_nulls_first() for c in r_side.columns]]
+        nearest = F.row_number().over(Window.partitionBy(col(ROW_ID)).orderBy(*order))
+        return (pairs.withColumn("_n", nearest).where(col("_n") == 1)
+                .select(*[col(c) for c in [*l_side.columns, *r_side.columns]], col("_wl").alias(WEIGHT)))
+
+
+def run_asof_join(executor: "Executor", node: Join) -> DataFrame:
+    """The output change of an ASOF join node for this run."""
+    return AsofJoin(executor, node).run()
