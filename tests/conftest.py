@@ -9,12 +9,10 @@ def spark():
     from streamjoin.session import local_session
 
     # test data is tiny: one shuffle partition halves the tasks of every stage
-    # three test workers share two cores: the serial collector spends the least CPU on their small heaps,
-    # and C1 alone compiles Spark's code for less CPU than C2 pays back in runs this small (the asof
-    # module on one core: 123 s against 142 s)
-    session = local_session(app_name="streamjoin-tests", conf={
-        "spark.sql.shuffle.partitions": "1",
-        "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})
+    # three test workers share two cores: the serial collector spends the least CPU on their small heaps
+    # (C1-only compilation, tried, made the suite slower: its test processes live for half an hour)
+    session = local_session(app_name="streamjoin-tests", conf={"spark.sql.shuffle.partitions": "1",
+                                                                "spark.driver.extraJavaOptions": "-XX:+UseSerialGC"})
     yield session
 
 

@@ -8,15 +8,22 @@ It goes through the same compiler, run protocol and Delta tables as the conforma
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
 
+import pytest
 from pyspark.sql import SparkSession
 
-from streamjoin.storage import state
-from streamjoin.conformance import CaseRunner, _collect
+from streamjoin.storage import delta_log, state
+from streamjoin.conformance import CaseRunner, _collect, run_case
+from streamjoin.errors import CompileError
 from streamjoin.runtime.run import run_once
+from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.sql.compiler import compile_sql
 
 
 @contextmanager
@@ -28,6 +35,43 @@ def compacting_at(bucket_files: int, level0_files: int) -> Iterator[None]:
         yield
     finally:
         state.COMPACT_AT, state.LEVEL0_FILES = saved
+
+
+def assert_ok(outcome: dict[str, Any]) -> None:
+    """A conformance case's outcome passed; else fail showing what each run produced."""
+    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
+
+
+def cases_pass(spark: SparkSession, cases: Iterable[dict], files: Iterable[Path] = ()) -> None:
+    """Run conformance cases (and case files), three at a time in the session: every one must pass."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for outcome in pool.map(lambda c: run_case(spark, c), [*cases, *(json.loads(p.read_text()) for p in files)]):
+            assert_ok(outcome)
+
+
+def input_specs(declarations: dict[str, dict]) -> dict[str, InputSpec]:
+    """Input specs from conformance-style declarations, by input name."""
+    return {name: InputSpec.from_dict(name, raw) for name, raw in declarations.items()}
+
+
+def compile_error(model: str, sql: str, declarations: dict[str, dict], config: dict | None = None) -> str:
+    """The message of the CompileError that compiling `sql` must raise."""
+    with pytest.raises(CompileError) as err:
+        compile_sql(model, sql, input_specs(declarations), ModelConfig.from_dict(config or {}))
+    return str(err.value)
+
+
+def state_rows_per_run(spark: SparkSession, case: dict, folder: str, table: str) -> tuple[list[int], CaseRunner]:
+    """Run a conformance case run by run; after each run, the rows of one of its state tables
+    (e.g. `j1_left`). Returns them and the runner (for its result)."""
+    runner = CaseRunner(spark, case, folder)
+    sizes = []
+    for i, run in enumerate(case["runs"]):
+        runner.append_changes(i, run["changes"])
+        run_once(spark, runner.plan, runner.tables)
+        path = runner.tables.state(table)
+        sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
+    return sizes, runner
 
 
 def insert(*values: Any) -> tuple[str, list]:

@@ -8,17 +8,15 @@ inputs' snapshots after every run. Times are seconds after 2024-01-01 00:00:00.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scenario import assert_ok, cases_pass, compile_error, input_specs
 from streamjoin.conformance import run_case
-from streamjoin.errors import CompileError
-from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
 
 CASES = sorted((Path(__file__).parent / "cases").glob("asof-*.json"))
@@ -77,14 +75,8 @@ SCENARIOS = [
 ]
 
 
-def _assert_ok(outcome: dict[str, Any]) -> None:
-    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
-
-
 def test_scenarios(spark):
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
-            _assert_ok(outcome)
+    cases_pass(spark, SCENARIOS, CASES)
 
 
 def test_update_pairs_carry_the_row_kinds(spark):
@@ -95,7 +87,7 @@ def test_update_pairs_carry_the_row_kinds(spark):
 
 # -- compile time ----------------------------------------------------------------------------------
 def _specs() -> dict[str, InputSpec]:
-    return {"trades": InputSpec.from_dict("trades", TRADES), "quotes": InputSpec.from_dict("quotes", QUOTES)}
+    return input_specs({"trades": TRADES, "quotes": QUOTES})
 
 
 def test_explain_names_the_asof_join():
@@ -113,9 +105,8 @@ def test_explain_names_the_asof_join():
     (LEFT, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include an ASOF join"),
 ])
 def test_unsupported_variants_fail_at_compile_time(sql, config, message):
-    with pytest.raises(CompileError) as err:
-        compile_sql("asof_model", sql, _specs(), ModelConfig.from_dict(config))
-    assert message in str(err.value) and "model 'asof_model'" in str(err.value)
+    error = compile_error("asof_model", sql, {"trades": TRADES, "quotes": QUOTES}, config)
+    assert message in error and "model 'asof_model'" in error
 
 
 # -- property: the rule over the snapshots, computed in Python -------------------------------------
@@ -171,7 +162,7 @@ def test_results_follow_the_rule_over_the_snapshots(spark, runs, op, left):
     sql = LEFT.replace(">=", op).replace("LEFT ASOF", "LEFT ASOF" if left else "ASOF")
     outcome = run_case(spark, {"name": "asof-property", "sql": sql, "inputs": {"trades": TRADES, "quotes": QUOTES},
                                "runs": runs})
-    _assert_ok(outcome)
+    assert_ok(outcome)
     now: dict[str, list[list]] = {"trades": [], "quotes": []}
     for i, (run, got) in enumerate(zip(runs, outcome["runs"])):
         for name, changes in run["changes"].items():

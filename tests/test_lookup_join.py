@@ -11,7 +11,6 @@ connector that serves lookups, and Flink rejects a processing-time temporal join
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scenario import assert_ok, cases_pass, compile_error, input_specs
 from streamjoin.conformance import run_case
-from streamjoin.errors import CompileError, ConfigError
-from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.errors import ConfigError
+from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
 
 CASES = sorted((Path(__file__).parent / "cases").glob("lookup-*.json"))
@@ -64,14 +64,8 @@ SCENARIOS = [
 ]
 
 
-def _assert_ok(outcome: dict[str, Any]) -> None:
-    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
-
-
 def test_scenarios(spark):
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
-            _assert_ok(outcome)
+    cases_pass(spark, SCENARIOS, CASES)
 
 
 def test_the_processing_time_column_holds_the_time_of_the_run(spark):
@@ -82,9 +76,8 @@ def test_the_processing_time_column_holds_the_time_of_the_run(spark):
 
 
 # -- compile time ----------------------------------------------------------------------------------
-def _specs(**overrides: dict) -> dict[str, InputSpec]:
-    raw = {"orders": ORDERS, "customers": CUSTOMERS, **overrides}
-    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+def _specs() -> dict[str, InputSpec]:
+    return input_specs({"orders": ORDERS, "customers": CUSTOMERS})
 
 
 def test_explain_names_the_lookup_join():
@@ -99,9 +92,8 @@ def test_explain_names_the_lookup_join():
     (LEFT, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include a lookup join"),
 ])
 def test_unsupported_variants_fail_at_compile_time(sql, config, message):
-    with pytest.raises(CompileError) as err:
-        compile_sql("lookup_model", sql, _specs(), ModelConfig.from_dict(config))
-    assert message in str(err.value) and "model 'lookup_model'" in str(err.value)
+    error = compile_error("lookup_model", sql, {"orders": ORDERS, "customers": CUSTOMERS}, config)
+    assert message in error and "model 'lookup_model'" in error
 
 
 def test_proc_time_must_not_name_a_column_the_input_holds():
@@ -144,7 +136,7 @@ def test_each_probe_row_joins_the_dimension_as_its_run_leaves_it(spark, runs, le
     sql = (LEFT if left else INNER) + " AND c.name <> 'c'"
     outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "inputs": {"orders": ORDERS, "customers": CUSTOMERS},
                                "runs": runs})
-    _assert_ok(outcome)
+    assert_ok(outcome)
     dimension: list[list] = []
     for i, (run, got) in enumerate(zip(runs, outcome["runs"])):
         for kind, row in run["changes"].get("customers", []):

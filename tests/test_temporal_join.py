@@ -9,7 +9,6 @@ after 2024-01-01 00:00:00.
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.conformance import CaseRunner, _collect, run_case
-from streamjoin.errors import CompileError
+from scenario import assert_ok, cases_pass, compile_error, input_specs, state_rows_per_run
+from streamjoin.conformance import _collect, run_case
 from streamjoin.operators import temporal
-from streamjoin.runtime.run import run_once
-from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
-from streamjoin.storage import delta_log
 
 CASES = sorted((Path(__file__).parent / "cases").glob("temporal-*.json"))
 
@@ -103,20 +100,13 @@ SCENARIOS = [
 ]
 
 
-def _assert_ok(outcome: dict[str, Any]) -> None:
-    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
-
-
 def test_scenarios(spark):
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
-            _assert_ok(outcome)
+    cases_pass(spark, SCENARIOS, CASES)
 
 
 # -- compile time ----------------------------------------------------------------------------------
 def _specs(**overrides: dict) -> dict[str, InputSpec]:
-    raw = {"orders": ORDERS, "rates": RATES, **overrides}
-    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+    return input_specs({"orders": ORDERS, "rates": RATES, **overrides})
 
 
 def test_explain_names_the_temporal_join():
@@ -149,9 +139,8 @@ def test_conditions_on_the_versions_are_checked_on_the_selected_version():
     (LEFT, {}, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include an event-time temporal join"),
 ])
 def test_unsupported_variants_fail_at_compile_time(sql, inputs, config, message):
-    with pytest.raises(CompileError) as err:
-        compile_sql("rates_model", sql, _specs(**inputs), ModelConfig.from_dict(config))
-    assert message in str(err.value) and "model 'rates_model'" in str(err.value)
+    error = compile_error("rates_model", sql, {"orders": ORDERS, "rates": RATES, **inputs}, config)
+    assert message in error and "model 'rates_model'" in error
 
 
 # -- property: the batch equivalent -----------------------------------------------------------------
@@ -230,7 +219,7 @@ def test_results_equal_the_batch_equivalent(spark, runs, left):
     sql = (LEFT if left else INNER) + " AND r.rate > 0"
     c = {"name": "temporal-property", "sql": sql, "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs}
     outcome = run_case(spark, c)
-    _assert_ok(outcome)
+    assert_ok(outcome)
     want = batch_equivalent(runs, residual=lambda o, v: v[1] > 0, left=left)
     for i, (run, expected) in enumerate(zip(outcome["runs"], want)):
         got = sorted((tuple(r) for r in run["result"]), key=repr)
@@ -245,14 +234,8 @@ def test_state_stays_bounded_by_the_versions_inside_the_watermark_horizon(spark,
     monkeypatch.setattr(temporal, "COMPACT_AT", 2)
     runs = [{"changes": {"rates": [rate("EUR", i, 10 * i), rate("USD", i, 10 * i)], "orders": [order(i, "EUR", 10 * i + 5)]}}
             for i in range(1, 7)]
-    runner = CaseRunner(spark, {"name": "bounded", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs},
-                        str(tmp_path))
-    sizes = []
-    for i, run in enumerate(runs):
-        runner.append_changes(i, run["changes"])
-        run_once(spark, runner.plan, runner.tables)
-        path = runner.tables.state("j1_versions")
-        sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
+    sizes, runner = state_rows_per_run(spark, {"name": "bounded", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES},
+                                               "runs": runs}, str(tmp_path), "j1_versions")
     assert min(sizes[2:]) == 2, sizes  # rewritten: one version per key
     assert max(sizes) <= 2 * 3, sizes  # never more than two runs of appends on top
     result = {tuple(r) for r in _collect(runner.result())}

@@ -14,19 +14,17 @@ import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.conformance import CaseRunner, _collect, run_case
-from streamjoin.errors import CompileError
+from scenario import assert_ok, cases_pass, compile_error, input_specs, state_rows_per_run
+from streamjoin.conformance import _collect, run_case
 from streamjoin.operators import window
-from streamjoin.runtime.run import run_once
-from streamjoin.spec import InputSpec, ModelConfig
+from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
-from streamjoin.storage import delta_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "flink_oracle"))
 from client import run_reports  # noqa: E402
@@ -124,20 +122,13 @@ SCENARIOS = [
 ]
 
 
-def _assert_ok(outcome: dict[str, Any]) -> None:
-    assert outcome["ok"], f"{outcome['case']}: {outcome['error']}\nruns: {json.dumps(outcome['runs'], indent=1)}"
-
-
 def test_scenarios(spark):
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for outcome in pool.map(lambda c: run_case(spark, c), SCENARIOS + [json.loads(p.read_text()) for p in CASES]):
-            _assert_ok(outcome)
+    cases_pass(spark, SCENARIOS, CASES)
 
 
 # -- compile time ----------------------------------------------------------------------------------
 def _specs(**overrides: dict) -> dict[str, InputSpec]:
-    raw = {"l": L, "r": R, **overrides}
-    return {n: InputSpec.from_dict(n, r) for n, r in raw.items()}
+    return input_specs({"l": L, "r": R, **overrides})
 
 
 def test_explain_names_the_window_join_and_its_windows():
@@ -160,9 +151,8 @@ def test_explain_names_the_window_join_and_its_windows():
     (join_sql("INNER"), {}, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include a window join"),
 ])
 def test_unsupported_variants_fail_at_compile_time(sql, inputs, config, message):
-    with pytest.raises(CompileError) as err:
-        compile_sql("windows_model", sql, _specs(**inputs), ModelConfig.from_dict(config))
-    assert message in str(err.value) and "model 'windows_model'" in str(err.value)
+    error = compile_error("windows_model", sql, {"l": L, "r": R, **inputs}, config)
+    assert message in error and "model 'windows_model'" in error
 
 
 # -- property: the rule, computed in Python ---------------------------------------------------------
@@ -253,7 +243,7 @@ def append_only_runs(draw) -> list[dict]:
 def test_each_run_emits_what_the_rule_says(spark, runs, kind, join):
     outcome = run_case(spark, {"name": "window-property", "sql": property_sql(kind, join), "inputs": {"l": L, "r": R},
                                "runs": runs})
-    _assert_ok(outcome)
+    assert_ok(outcome)
     want = expected_emissions(runs, kind, join, residual=lambda a, b: b[1] >= a[1])
     for i, (run, expected) in enumerate(zip(outcome["runs"], want)):
         assert all(k == "+I" for k, _ in run["changelog"]), run["changelog"]
@@ -300,7 +290,7 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
         ours = list(pool.map(lambda c: run_case(spark, c), cases))
     for c, report, outcome in zip(cases, reports, ours):
         assert report["ok"], f"{c['name']}: Flink failed: {report['error']}\n{stderr[-5000:]}"
-        _assert_ok(outcome)
+        assert_ok(outcome)
         w = marks[c["name"]]
         fires_in = lambda end: next((i for i, m in enumerate(w) if seconds(end) - 0.001 <= m), None)  # noqa: E731
         per_run: list[list] = [[] for _ in w]
@@ -321,13 +311,8 @@ def test_state_holds_the_rows_of_open_windows_only(spark, tmp_path, monkeypatch)
     inputs = {"l": {**L, "watermark_delay": "1 second"}, "r": {**R, "watermark_delay": "1 second"}}
     runs = [{"changes": {"l": [left(1, i, i)], "r": [right(1, i, i)]}} for i in range(7)]
     sql = join_sql("INNER", TUMBLE.replace("'5'", "'2'"))
-    runner = CaseRunner(spark, {"name": "bounded", "sql": sql, "inputs": inputs, "runs": runs}, str(tmp_path))
-    sizes = []
-    for i, run in enumerate(runs):
-        runner.append_changes(i, run["changes"])
-        run_once(spark, runner.plan, runner.tables)
-        path = runner.tables.state("j1_left")
-        sizes.append(sum(f.num_records for f in delta_log.data_files(path, delta_log.version(path))))
+    sizes, runner = state_rows_per_run(spark, {"name": "bounded", "sql": sql, "inputs": inputs, "runs": runs},
+                                       str(tmp_path), "j1_left")
 
     def open_rows(i: int) -> int:  # rows of windows open after run i (W = i - 1)
         return sum(1 for j in range(i + 1) if (j // 2 + 1) * 2 - 0.001 > i - 1)
