@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from scenario import assert_ok, cases_pass, compile_error, input_specs, state_rows_per_run
 from streamjoin.conformance import _collect, run_case
-from streamjoin.operators import temporal
 from streamjoin.spec import InputSpec
+from streamjoin.storage import appended
 from streamjoin.sql.compiler import compile_sql
 
 CASES = sorted((Path(__file__).parent / "cases").glob("temporal-*.json"))
@@ -231,7 +231,7 @@ def test_state_stays_bounded_by_the_versions_inside_the_watermark_horizon(spark,
     """Two keys gain a version every run and the watermark passes it: each key keeps the last version
     at or before the watermark; the versions table holds that plus the runs appended since it was last
     rewritten, however many runs pass."""
-    monkeypatch.setattr(temporal, "COMPACT_AT", 2)
+    monkeypatch.setattr(appended, "COMPACT_AT", 2)
     runs = [{"changes": {"rates": [rate("EUR", i, 10 * i), rate("USD", i, 10 * i)], "orders": [order(i, "EUR", 10 * i + 5)]}}
             for i in range(1, 7)]
     sizes, runner = state_rows_per_run(spark, {"name": "bounded", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES},

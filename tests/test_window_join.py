@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from scenario import assert_ok, cases_pass, compile_error, input_specs, state_rows_per_run
 from streamjoin.conformance import _collect, run_case
-from streamjoin.operators import window
 from streamjoin.spec import InputSpec
+from streamjoin.storage import appended
 from streamjoin.sql.compiler import compile_sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "flink_oracle"))
@@ -307,7 +307,7 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
 def test_state_holds_the_rows_of_open_windows_only(spark, tmp_path, monkeypatch):
     """A row every second on each side for seven runs, 2 s windows, the watermark a second behind: a
     side's table holds the rows of windows open when it was last rewritten, plus the runs appended since."""
-    monkeypatch.setattr(window, "COMPACT_AT", 2)
+    monkeypatch.setattr(appended, "COMPACT_AT", 2)
     inputs = {"l": {**L, "watermark_delay": "1 second"}, "r": {**R, "watermark_delay": "1 second"}}
     runs = [{"changes": {"l": [left(1, i, i)], "r": [right(1, i, i)]}} for i in range(7)]
     sql = join_sql("INNER", TUMBLE.replace("'5'", "'2'"))

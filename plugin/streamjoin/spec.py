@@ -17,6 +17,8 @@ JoinStrategy = Literal["auto", "binary", "multi"]
 MissingRetractionPolicy = Literal["fail", "ignore"]
 ChangelogFormat = Literal["changelog", "append", "cdf", "debezium", "upsert"]
 FORMATS: tuple[str, ...] = ("changelog", "append", "cdf", "debezium", "upsert")
+#: Formats whose changes may all be insertions (checked per run); the others update rows by design.
+APPEND_FORMATS: tuple[str, ...] = ("append", "changelog", "cdf")
 #: The column holding (or, once read, carrying) each format's row kind or operation.
 DEFAULT_OP_COLUMNS = {"changelog": "_row_kind", "debezium": "op", "cdf": "_change_type"}
 

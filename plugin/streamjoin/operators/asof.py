@@ -8,8 +8,8 @@ the left rows of its key whose match changes (the rest cancel); with an output u
 result table writes them as -U/+U. A left row takes one right row whatever its multiplicity, so a
 left row of weight w gives an output row of weight w.
 
-State: one Delta table per side of its changes (`_run`, `_weight`), read whole and consolidated
-per touched key; once a table holds `COMPACT_AT` files the run rewrites it consolidated (its live
+State: one Delta table per side of its changes (`_run`, `_weight`), a `storage.appended` table
+read whole and consolidated per touched key, and now and then rewritten consolidated (its live
 rows only).
 """
 from __future__ import annotations
@@ -22,8 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..sql.plan import AsofSpec, Join
-from ..storage import delta_log
-from ..storage.writes import StagedWrite
+from ..storage.appended import AppendedTable
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
 
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from .regular import JoinSide
 
 RUN, ROW_ID = "_run", "_left_row"
-COMPACT_AT = 8  # files in a state table that make the run rewrite it consolidated
 
 
 class AsofJoin:
@@ -43,10 +41,10 @@ class AsofJoin:
         self.node = node
         self.spec: AsofSpec = node.asof  # type: ignore[assignment]
         self.sides: dict[Side, JoinSide] = executor.join_sides(node)
-        self.paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
-        self.table_versions = {s: executor.versions.get(p) for s, p in self.paths.items()}
-        self.schemas = {s: StructType(list(self.sides[s].schema.fields)
-                                      + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]) for s in Side}
+        paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
+        self.tables = {s: AppendedTable(paths[s], executor.versions.get(paths[s]), StructType(
+            list(self.sides[s].schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
+            for s in Side}
 
     def keyed(self, s: Side, rows: DataFrame) -> DataFrame:
         return self.sides[s].with_keys(rows)
@@ -58,21 +56,17 @@ class AsofJoin:
             self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
             for s in Side]).distinct())
         old, new = {}, {}
+        run = F.lit(x.run_id).cast("long").alias(RUN)
         for s in Side:
-            side = self.sides[s]
-            files = delta_log.data_files(self.paths[s], self.table_versions[s])
-            stored = delta_log.read(x.spark, files, self.schemas[s]).select(*side.columns, WEIGHT)
+            side, table = self.sides[s], self.tables[s]
+            stored = table.rows(x.spark).select(*side.columns, WEIGHT)
+            change = changes[s].select(*side.columns, WEIGHT)
             mine = self.keyed(s, stored).join(touched, self.same_key(s, touched), "left_semi")
             old[s] = x.persist(consolidate(mine.select(*side.columns, WEIGHT), side.columns))
-            new[s] = x.persist(consolidate(old[s].unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns))
-            appends = changes[s].select(*side.columns, WEIGHT).withColumn(RUN, F.lit(x.run_id).cast("long"))
-            if len(files) >= COMPACT_AT:
-                live = consolidate(stored.unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns)
-                actions = x.writer.write(live.withColumn(RUN, F.lit(x.run_id).cast("long")).select(*self.schemas[s].names),
-                                         self.paths[s]) + delta_log.remove_actions(files, self.paths[s])
-            else:
-                actions = x.writer.write(appends.select(*self.schemas[s].names), self.paths[s])
-            x.staged.append(StagedWrite(self.paths[s], actions, self.schemas[s], ()))
+            new[s] = x.persist(consolidate(old[s].unionByName(change), side.columns))
+            live = consolidate(stored.unionByName(change), side.columns)
+            x.staged.append(table.stage(x.writer, change.select(*side.columns, run, WEIGHT),
+                                        live.select(*side.columns, run, WEIGHT)))
         before = self.asof(old[Side.LEFT], old[Side.RIGHT])
         after = self.asof(new[Side.LEFT], new[Side.RIGHT])
         columns = [*self.sides[Side.LEFT].columns, *self.sides[Side.RIGHT].columns]

@@ -13,7 +13,6 @@ a retraction reaching the join fails the run in its write pass.
 """
 from __future__ import annotations
 
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -24,6 +23,7 @@ from ..sql.plan import Join, Scan
 from ..storage import formats
 from ..types import JoinType
 from ..zset import WEIGHT, col, consolidate
+from .conditions import on_condition
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -36,12 +36,8 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     probes = x.delta(node.left)
     reject_retractions(x, node, probes)
     dimension = x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name]))
-    conds = [F.expr(k.left).eqNullSafe(F.expr(k.right)) if k.null_safe else F.expr(k.left) == F.expr(k.right)
-             for k in node.keys]
-    if node.residual:
-        conds.append(F.expr(node.residual))
     joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
-        dimension.withColumnRenamed(WEIGHT, "_wd"), reduce(lambda a, b: a & b, conds),
+        dimension.withColumnRenamed(WEIGHT, "_wd"), on_condition(node),
         "left_outer" if node.join_type is JoinType.LEFT else "inner")
     columns = [*node.left.output_columns, *dim.output_columns]
     weight = col("_wp") * F.coalesce(col("_wd"), F.lit(1))

@@ -24,8 +24,8 @@ Per run:
 State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
 a run reads them all (they are the probes inside the watermark delay) and ignores those at or
 behind the previous watermark, which earlier runs emitted. `<join>_versions` holds entries
-(`_run`, `_pos` the place in the run, `_deleted`). Runs append their new rows; once a table
-holds `COMPACT_AT` files, the run rewrites it with its live rows only (pending probes; the
+(`_run`, `_pos` the place in the run, `_deleted`). Both are `storage.appended` tables: runs
+append their new rows, and now and then a run rewrites a table with its live rows only (pending probes; the
 versions that stay), so each table stays bounded by what the watermark horizon keeps plus a
 few runs of appends. The clock (watermark, each input's largest event time) travels in the
 commit metadata of both tables.
@@ -42,9 +42,8 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 from ..errors import InputError
 from ..row_errors import retraction_examples
 from ..sql.plan import Join, Scan, TemporalSpec
-from ..storage import delta_log
 from ..storage.formats import ORDER
-from ..storage.writes import FileActions, StagedWrite
+from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
 from .event_time import US, Clock, as_text, micros
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
 META_KEY = "streamjoin.temporal"
 RUN, POS, DELETED = "_run", "_pos", "_deleted"
 PTIME, VTIME, PID = "_p_time", "_v_time", "_p_id"
-COMPACT_AT = 8  # files in a state table that make the run rewrite it with its live rows
 PROBE, VERSIONS = "probe", "versions"
 
 
@@ -81,12 +79,12 @@ class TemporalJoin:
         self.lateness_us = executor.plan.config.allowed_lateness // US
         self.paths = {PROBE: executor.tables.state(f"{node.id}_probes"),
                       VERSIONS: executor.tables.state(f"{node.id}_versions")}
-        self.table_versions = {s: executor.versions.get(p) for s, p in self.paths.items()}
         self.schemas = {
             PROBE: StructType(list(self.probe.schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]),
             VERSIONS: StructType(list(self.versions.schema.fields) + [
                 StructField(RUN, LongType()), StructField(POS, LongType()), StructField(DELETED, BooleanType())]),
         }
+        self.tables = {s: AppendedTable(p, executor.versions.get(p), self.schemas[s]) for s, p in self.paths.items()}
 
     # -- this run's rows ------------------------------------------------------------------------
     def changes(self, s: str) -> DataFrame:
@@ -117,10 +115,6 @@ class TemporalJoin:
             model=self.model, input_name=self.inputs[PROBE].name)
 
     # -- state ----------------------------------------------------------------------------------
-    def stored(self, s: str) -> tuple[list[delta_log.DataFile], DataFrame]:
-        files = delta_log.data_files(self.paths[s], self.table_versions[s])
-        return files, delta_log.read(self.x.spark, files, self.schemas[s])
-
     def resolve(self, entries: DataFrame) -> DataFrame:
         """Per key and time, the entry that arrived last (it replaced the others)."""
         by = Window.partitionBy(*[col(k) for k in self.versions.key_columns], col(VTIME)).orderBy(
@@ -152,7 +146,7 @@ class TemporalJoin:
         stats = self.statistics(probes, incoming)
         if stats[PROBE]["retractions"]:
             self.reject_retractions(probes, stats[PROBE]["retractions"])
-        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.paths[PROBE], self.table_versions[PROBE])
+        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.paths[PROBE], x.versions.get(self.paths[PROBE]))
         clock = old.advance({s: stats[s]["max_time"] for s in (PROBE, VERSIONS)},
                             {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
         w_old, w_new = old.watermark, clock.watermark
@@ -162,7 +156,7 @@ class TemporalJoin:
                         F.lit(True))
         arrived = consolidate(probes.where(passes).withColumn(WEIGHT, F.lit(1).cast("long")), self.probe.columns)
         arrived = arrived.withColumn(RUN, F.lit(x.run_id).cast("long"))
-        probe_files, stored_probes = self.stored(PROBE)
+        stored_probes = self.tables[PROBE].rows(x.spark)
         if w_old is not None:
             stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > F.lit(w_old))
         cols = [*self.probe.columns, RUN, WEIGHT]
@@ -171,7 +165,7 @@ class TemporalJoin:
         is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
 
         # versions: the stored entries that stay (as of the last run), overlaid with this run's
-        version_files, stored_entries = self.stored(VERSIONS)
+        stored_entries = self.tables[VERSIONS].rows(x.spark)
         entries_cols = [*self.versions.columns, RUN, POS, DELETED]
         with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
         kept = self.clean(self.resolve(with_time(stored_entries)), horizon(old, self.lateness_us))
@@ -200,20 +194,11 @@ class TemporalJoin:
         cutoff = horizon(clock, self.lateness_us)
         still = pending.where(~is_due).select(*cols)
         waiting = arrived.withColumn(PTIME, micros(col(self.spec.probe_time))).where(~is_due).select(*cols)
-        self.stage(PROBE, probe_files, waiting, still, clock)
-        self.stage(VERSIONS, version_files, new_entries.select(*entries_cols),
-                   self.clean(entries, cutoff).select(*entries_cols), clock)
+        x.staged.append(self.tables[PROBE].stage(x.writer, waiting, still, clock.metadata()))
+        x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
+                                                    self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
         return output
-
-    def stage(self, s: str, files: list[delta_log.DataFile], appends: DataFrame, live: DataFrame, clock: Clock) -> None:
-        """Append this run's rows, or, once the table holds `COMPACT_AT` files, rewrite it with `live`."""
-        writer = self.x.writer
-        if len(files) >= COMPACT_AT:
-            actions: FileActions = writer.write(live, self.paths[s]) + delta_log.remove_actions(files, self.paths[s])
-        else:
-            actions = writer.write(appends, self.paths[s])
-        self.x.staged.append(StagedWrite(self.paths[s], actions, self.schemas[s], (), clock.metadata()))
 
     def record(self, clock: Clock, due: DataFrame, padded: DataFrame) -> None:
         """The run's watermark and its emitted and unmatched probe counts (summed in the write pass)."""

@@ -14,9 +14,9 @@ window whose keys match (and the residual holds). Per run:
 4. Rows of windows still open stay in state; rows of fired windows leave it.
 
 State: one Delta table per side (`<join>_left`, `<join>_right`) of the side's rows (`_run`,
-`_weight`). A run reads it all (the rows of open windows, plus rows of windows that fired since
-the table was last rewritten, which it skips), appends this run's rows of open windows, and
-once a table holds `COMPACT_AT` files rewrites it with the rows of open windows only. The
+`_weight`), a `storage.appended` table. A run reads it all (the rows of open windows, plus rows
+of windows that fired since the table was last rewritten, which it skips), appends this run's
+rows of open windows, and now and then rewrites it with the rows of open windows only. The
 clock travels in the commit metadata of both tables.
 """
 from __future__ import annotations
@@ -24,17 +24,17 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import InputError
 from ..row_errors import retraction_examples
 from ..sql.plan import Join, Scan
-from ..storage import delta_log
-from ..storage.writes import StagedWrite
+from ..storage.appended import AppendedTable
 from ..types import JoinType, RowKind, Side
 from ..zset import WEIGHT, col, consolidate
+from .conditions import on_condition
 from .event_time import US, Clock, as_text, micros
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 META_KEY = "streamjoin.window"
 RUN, END = "_run", "_window_end_us"
-COMPACT_AT = 8  # files in a state table that make the run rewrite it with the rows of open windows
 MILLI = 1000  # a window fires once W >= window_end - 1 ms, as Flink's window timers do
 _HOW = {JoinType.INNER: "inner", JoinType.LEFT: "left_outer", JoinType.RIGHT: "right_outer",
         JoinType.FULL: "full_outer", JoinType.SEMI: "left_semi", JoinType.ANTI: "left_anti"}
@@ -57,11 +56,11 @@ class WindowJoin:
         self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
         self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
         self.ends = {Side.LEFT: node.window.left_end, Side.RIGHT: node.window.right_end}  # type: ignore[union-attr]
-        self.paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
-        self.table_versions = {s: executor.versions.get(p) for s, p in self.paths.items()}
         self.columns = {s: list(scan.output_columns) for s, scan in self.scans.items()}
-        self.schemas = {s: StructType(list(executor.schema(self.scans[s]).fields)
-                                      + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]) for s in Side}
+        paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
+        self.tables = {s: AppendedTable(paths[s], executor.versions.get(paths[s]), StructType(
+            list(executor.schema(self.scans[s]).fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
+            for s in Side}
 
     def statistics(self) -> dict[Side, dict]:
         """In one Spark job: each input's largest event time this run, and its changes that are not
@@ -86,29 +85,24 @@ class WindowJoin:
     def with_end(self, s: Side, rows: DataFrame) -> DataFrame:
         return rows.withColumn(END, micros(F.expr(self.ends[s])))
 
-    def pending(self, s: Side, w_old: int | None) -> tuple[list[delta_log.DataFile], DataFrame, DataFrame]:
+    def pending(self, s: Side, w_old: int | None) -> tuple[DataFrame, DataFrame]:
         """The side's stored rows of windows not fired before this run, and this run's rows of such
-        windows (the others are late); also the stored files."""
+        windows (the others are late)."""
         arrived = consolidate(self.x.delta(self.scans[s]), self.columns[s]).withColumn(RUN, F.lit(self.x.run_id).cast("long"))
-        files = delta_log.data_files(self.paths[s], self.table_versions[s])
-        stored = delta_log.read(self.x.spark, files, self.schemas[s])
+        stored = self.tables[s].rows(self.x.spark)
         cols = [*self.columns[s], RUN, WEIGHT]
         arrived, stored = self.with_end(s, arrived.select(*cols)), self.with_end(s, stored.select(*cols))
         if w_old is not None:
             open_before = col(END) - MILLI > F.lit(w_old)
             self.late[s] = arrived.where(~open_before)
             arrived, stored = arrived.where(open_before), stored.where(open_before)
-        return files, stored, arrived
+        return stored, arrived
 
     def fire(self, due: dict[Side, DataFrame]) -> DataFrame:
         """The joined rows (and null-padded ones) of the windows that fire."""
         left = due[Side.LEFT].withColumnRenamed(WEIGHT, "_wl")
         right = due[Side.RIGHT].withColumnRenamed(WEIGHT, "_wr")
-        conds: list[Column] = [F.expr(k.left).eqNullSafe(F.expr(k.right)) if k.null_safe else F.expr(k.left) == F.expr(k.right)
-                               for k in self.node.keys]
-        if self.node.residual:
-            conds.append(F.expr(self.node.residual))
-        joined = left.join(right, reduce(lambda a, b: a & b, conds), _HOW[self.node.join_type])
+        joined = left.join(right, on_condition(self.node), _HOW[self.node.join_type])
         if self.node.join_type.emits_pairs:
             weight = F.coalesce(col("_wl"), F.lit(1)) * F.coalesce(col("_wr"), F.lit(1))
             out_cols = [*self.columns[Side.LEFT], *self.columns[Side.RIGHT]]
@@ -123,22 +117,19 @@ class WindowJoin:
         for s in Side:
             if stats[s]["retractions"]:
                 self.reject_retractions(s, stats[s]["retractions"])
-        old = Clock.load(META_KEY, [s.value for s in Side], self.paths[Side.LEFT], self.table_versions[Side.LEFT])
+        first = self.tables[Side.LEFT].path
+        old = Clock.load(META_KEY, [s.value for s in Side], first, x.versions.get(first))
         clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
                             {s.value: self.inputs[s].watermark_delay // US for s in Side})
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)
         due = {}
         for s in Side:
-            files, stored, arrived = self.pending(s, old.watermark)
+            stored, arrived = self.pending(s, old.watermark)
             pending = x.persist(stored.unionByName(arrived))
             due[s] = pending.where(fires).drop(END, RUN)
             cols = [*self.columns[s], RUN, WEIGHT]
-            if len(files) >= COMPACT_AT:
-                actions = x.writer.write(pending.where(~fires).select(*cols), self.paths[s]) + \
-                    delta_log.remove_actions(files, self.paths[s])
-            else:
-                actions = x.writer.write(arrived.where(~fires).select(*cols), self.paths[s])
-            x.staged.append(StagedWrite(self.paths[s], actions, self.schemas[s], (), clock.metadata()))
+            x.staged.append(self.tables[s].stage(x.writer, arrived.where(~fires).select(*cols),
+                                                 pending.where(~fires).select(*cols), clock.metadata()))
         output = x.persist(self.fire(due))
         self.record(clock, due)
         return output

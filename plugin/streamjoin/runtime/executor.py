@@ -17,13 +17,13 @@ from ..operators.regular import JoinSide, RegularJoin
 from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
-from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, Windowing
+from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable
 from ..storage.tables import ModelTables
 from ..storage.writes import RunWriter, StagedWrite
 from ..types import JoinType, Side
-from ..zset import WEIGHT, col, consolidate, from_changelog
+from ..zset import WEIGHT, col, consolidate, from_changelog, q
 
 
 WINDOW = "_window"  # the window a row of a window table function is in, while its columns are computed
@@ -107,10 +107,9 @@ class Executor:
         if node.proc_time:
             rows = rows.withColumn(node.proc_time, F.timestamp_millis(F.lit(self.now_ms)))
         if node.windows and node.windows.tvf:  # one row per window (HOP and CUMULATE windows overlap)
-            start, end = col(WINDOW)["start"], col(WINDOW)["end"]
-            rows = rows.withColumn(WINDOW, F.explode(F.expr(node.windows.tvf.windows_sql()))).withColumns(dict(zip(
-                Windowing.COLUMNS, (F.timestamp_micros(start), F.timestamp_micros(end), F.timestamp_micros(end - 1000))
-            ))).drop(WINDOW)
+            tvf = node.windows.tvf
+            rows = rows.withColumn(WINDOW, F.explode(F.expr(tvf.windows_sql()))).withColumns(
+                {name: F.expr(sql) for name, sql in tvf.columns_sql(q(WINDOW)).items()}).drop(WINDOW)
         for f in node.source_filters:
             rows = rows.where(F.expr(f))
         return rows.select(*[F.expr(src).alias(internal) for src, (_, internal) in zip(node.column_sources, node.columns)],

@@ -30,13 +30,13 @@ from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
-from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, Windowing, Windows
+from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan
 from .scope import Binding, Scope
 from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
 from .temporal import AsOf, as_of, bind_temporal, reject_as_of
 from .time_bounds import extract_time_bound
-from .windows import bind_window_joins, input_table, parseable, window_call, window_view
+from .windows import bind_window_joins, input_table, parseable, tvf_windows, window_call, window_view
 
 _UNSUPPORTED_CLAUSES = {
     "group": "GROUP BY",
@@ -140,8 +140,7 @@ class _Compiler:
             spec = self.input_spec(input_table(call))
             view, tvf = window_view(call, spec.as_queried(), self.fail)
             scan = self.register(table.alias or spec.name, view, spec, scope, table)
-            parts = dict(zip(Windowing.COLUMNS, ("start", "end", "time")))
-            return replace(scan, windows=Windows(str(tvf), tuple((i, parts[n]) for n, i in scan.columns if n in parts), tvf))
+            return replace(scan, windows=tvf_windows(tvf, scan))
         if not isinstance(table, exp.Table):
             raise self.fail(f"{type(table).__name__} in FROM is not supported: join named inputs only", table)
         spec = self.input_spec(table)

@@ -24,9 +24,9 @@ from ..errors import CompileError
 from ..spec import Column, InputSpec
 from ..types import q
 from .conditions import has_subquery, predicates
-from .plan import Scan, Windowing, Windows
+from .plan import Scan, Windows
 from .scope import Binding, Scope
-from .windows import input_table, spark_windows, window_call, window_view
+from .windows import input_table, spark_windows, tvf_windows, window_call, window_view
 
 
 class TableBinder(Protocol):
@@ -83,11 +83,9 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
                    event_time=passed_time[0] if passed_time else None)
     scan = binder.register(table.alias, view, spec, scope, table, sources=tuple(src for _, src, _ in columns),
                            source_filters=tuple(inner.render(x, fail, as_input_columns=True) for x in where))
+    if tvf is not None:
+        return replace(scan, windows=tvf_windows(tvf, scan))
     internal = {name.lower(): inside for name, inside in scan.columns}
-    if tvf is not None:  # the window columns it selects as they are
-        parts = {q(c): p for c, p in zip(Windowing.COLUMNS, ("start", "end", "time"))}
-        found = {internal[n.lower()]: parts[src] for n, src, _ in columns if src in parts}
-        return replace(scan, windows=Windows(str(tvf), tuple(found.items()), tvf))
     made = spark_windows(bodies, spec, fail)
     if made is None:
         return scan

@@ -46,6 +46,12 @@ class Windowing:
         offset = f", offset {self.offset / 1e6:g}s" if self.offset else ""
         return f"{self.kind}({self.time}, size {self.size / 1e6:g}s{step}{offset})"
 
+    def columns_sql(self, window: str) -> dict[str, str]:
+        """Spark SQL for each column the function adds, given `window`: one of `windows_sql()`'s
+        elements (window_time is the end minus 1 ms, as Flink's)."""
+        return dict(zip(self.COLUMNS, (f"timestamp_micros({window}.`start`)", f"timestamp_micros({window}.`end`)",
+                                       f"timestamp_micros({window}.`end` - 1000)")))
+
     def windows_sql(self) -> str:
         """Spark SQL over the input's columns: the row's windows, an array of struct<start, end>
         (microseconds since the epoch)."""

@@ -30,12 +30,11 @@ from typing import Callable, Mapping
 from sqlglot import exp
 
 from ..errors import CompileError
-from ..spec import InputSpec
+from ..spec import APPEND_FORMATS, InputSpec
 from ..types import JoinType, q
 from .plan import Join, Node, Scan, TemporalSpec, internal_name
 
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
-_APPEND_FORMATS = ("append", "changelog", "cdf")  # may hold only inserts (checked per run)
 
 
 @dataclass(frozen=True)
@@ -157,7 +156,7 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
         elif clause.time != q(internal_name(probe.alias, _column(spec, spec.event_time))):
             problems.append(f"FOR SYSTEM_TIME AS OF must name the probe's event time {probe.alias}.{spec.event_time}, "
                             f"not {clause.time.replace('`', '')}")
-        if spec.changelog_format not in _APPEND_FORMATS:
+        if spec.changelog_format not in APPEND_FORMATS:
             problems.append(f"the probe input '{spec.name}' has changelog_format '{spec.changelog_format}', which "
                             "updates and deletes rows; the probe side must be append-only, as in Flink (declare "
                             "an insert-only changelog, e.g. 'append')")

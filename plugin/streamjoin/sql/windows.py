@@ -34,14 +34,13 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType
 
 from ..errors import CompileError
-from ..spec import Column, InputSpec
+from ..spec import APPEND_FORMATS, Column, InputSpec
 from ..types import parse_duration, q
 from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec
 from .time_bounds import interval_value
 
 FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE")
 _INTERVALS = {"TUMBLE": ("size",), "HOP": ("slide", "size"), "CUMULATE": ("step", "size")}
-_APPEND_FORMATS = ("append", "changelog", "cdf")  # may hold only inserts (checked per run)
 Fail = Callable[..., CompileError]
 
 
@@ -115,6 +114,14 @@ def window_view(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> tuple[Input
     tvf = windowing(call, spec, fail)
     columns = spec.columns + tuple(Column(c, "timestamp") for c in Windowing.COLUMNS)
     return replace(spec, columns=columns, unique_key=()), tvf
+
+
+def tvf_windows(tvf: Windowing, scan: Scan) -> Windows:
+    """The windows of a scan over a window table function: the window columns it keeps as they are."""
+    parts = dict(zip(Windowing.COLUMNS, ("start", "end", "time")))
+    kept = tuple((internal, parts[src.strip("`")]) for src, (_, internal) in zip(scan.column_sources, scan.columns)
+                 if src.strip("`") in parts)
+    return Windows(str(tvf), kept, tvf)
 
 
 def window_inputs(tree: exp.Expression) -> list[exp.Column]:
@@ -196,7 +203,7 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
         problems.append("it also has a time bound or FOR SYSTEM_TIME AS OF; a window join joins by window only")
     for scan in (left, right):
         spec = prefixes[scan.alias]
-        if spec.changelog_format not in _APPEND_FORMATS:
+        if spec.changelog_format not in APPEND_FORMATS:
             problems.append(f"input '{spec.name}' has changelog_format '{spec.changelog_format}', which updates and "
                             "deletes rows; a window join reads append-only inputs, as in Flink (declare an insert-only "
                             "changelog, e.g. 'append')")
@@ -228,10 +235,9 @@ def to_spark(tree: exp.Expression) -> exp.Expression:
         spec = InputSpec(name=source.name, columns=(Column(call.expressions[1].expressions[0].name, "timestamp"),),
                          event_time=call.expressions[1].expressions[0].name)
         tvf = windowing(call, spec, lambda message, where=None: CompileError(message))
-        sub = sqlglot.parse_one(
-            "SELECT `__input`.*, timestamp_micros(`__w`.`start`) AS window_start, timestamp_micros(`__w`.`end`) AS "
-            f"window_end, timestamp_micros(`__w`.`end` - 1000) AS window_time FROM {source.sql('spark')} AS `__input` "
-            f"LATERAL VIEW explode({tvf.windows_sql()}) `__windows` AS `__w`", read="spark")
+        added = ", ".join(f"{sql} AS {name}" for name, sql in tvf.columns_sql("`__w`").items())
+        sub = sqlglot.parse_one(f"SELECT `__input`.*, {added} FROM {source.sql('spark')} AS `__input` "
+                                f"LATERAL VIEW explode({tvf.windows_sql()}) `__windows` AS `__w`", read="spark")
         return exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(node.alias or call.expressions[0].name)))
 
     return tree.transform(swap)
