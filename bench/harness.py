@@ -50,6 +50,9 @@ class Sizes:
     interval_changes: int  # interval join: whole stream
     interval_batch: int  # interval join: changes per run / micro-batch
     load_chunk: int  # state is loaded in runs of at most this many changes
+    small_batch: int  # the fixed-cost and retraction experiments' batch
+    small_runs: int  # how many such runs each measures (their median counts)
+    churn_states: tuple[int, ...]  # q20_left_churn: states whose small runs are compared (10x apart)
     workloads: tuple[str, ...]
     overlap_flink: bool = False  # run Flink while Spark works (tiny mode only: timings are void)
     budget_seconds: float | None = None  # start no experiment after this (Flink's jobs still run)
@@ -63,23 +66,27 @@ class Sizes:
             state_sizes=tuple(sorted({s(x) for x in self.state_sizes})), state_batch=s(self.state_batch),
             other_state=s(self.other_state), other_batch=s(self.other_batch),
             interval_changes=s(self.interval_changes), interval_batch=s(self.interval_batch),
-            load_chunk=s(self.load_chunk))  # fmt: skip
+            load_chunk=s(self.load_chunk), small_batch=s(self.small_batch),
+            churn_states=tuple(sorted({s(x) for x in self.churn_states})))  # fmt: skip
 
 
-ALL = ("q20", "q3", "q20_churn", "q3_churn", "interval", "fourway_binary", "fourway_multi")
+ALL = ("q20", "q3", "q20_churn", "q3_churn", "q20_left_churn", "interval", "fourway_binary", "fourway_multi")
 MODES: dict[str, Sizes] = {
     "tiny": Sizes(fixed_state=1_000, batch_sizes=(1_000,), state_sizes=(1_000,), state_batch=1_000,
                   other_state=1_000, other_batch=1_000, interval_changes=2_000, interval_batch=1_000,
-                  load_chunk=1_000, workloads=("q20_churn",), overlap_flink=True),
+                  load_chunk=1_000, small_batch=1_000, small_runs=2, churn_states=(1_000,),
+                  workloads=("q20_churn",), overlap_flink=True),
     "quick": Sizes(fixed_state=20_000, batch_sizes=(10_000, 100_000, 1_000_000), state_sizes=(20_000, 200_000),
                    state_batch=10_000, other_state=20_000, other_batch=10_000, interval_changes=40_000,
-                   interval_batch=10_000, load_chunk=100_000, budget_seconds=300,
-                   workloads=("q20", "interval", "q20_churn", "q3", "q3_churn", "fourway_binary",
-                              "fourway_multi")),
+                   interval_batch=10_000, load_chunk=100_000, small_batch=1_000, small_runs=10,
+                   churn_states=(20_000, 200_000), budget_seconds=360,
+                   workloads=("q20", "interval", "q20_churn", "q20_left_churn", "q3", "q3_churn",
+                              "fourway_binary", "fourway_multi")),
     "full": Sizes(fixed_state=1_000_000, batch_sizes=(10_000, 100_000, 1_000_000),
                   state_sizes=(1_000_000, 10_000_000, 20_000_000), state_batch=10_000,
                   other_state=1_000_000, other_batch=100_000, interval_changes=2_000_000,
-                  interval_batch=100_000, load_chunk=1_000_000, workloads=ALL),
+                  interval_batch=100_000, load_chunk=1_000_000, small_batch=1_000, small_runs=10,
+                  churn_states=(1_000_000, 10_000_000), workloads=ALL),
 }  # fmt: skip
 
 
@@ -92,6 +99,7 @@ class Bench:
         self.profiler = streamjoin_profiler()
         self.runs: list[dict[str, Any]] = []
         self.points: list[dict[str, Any]] = []  # measured batches: (workload, state, batch) -> run
+        self.series: list[dict[str, Any]] = []  # consecutive small runs on one state (their median counts)
         self.comparisons: list[dict[str, Any]] = []
         self.peers: list[dict[str, Any]] = []
         self.skipped: dict[str, str] = {}
@@ -132,8 +140,9 @@ class Bench:
         return model
 
     def sweep(self, workload: wl.Workload, stream: dict[str, pa.Table], state: int, batches: list[int],
-              compare_at: set[int]) -> None:
-        """Load ``state``, then run each batch from that same state (restored from a copy)."""
+              compare_at: set[int], *, small_runs: bool = False) -> None:
+        """Load ``state``, then run each batch from that same state (restored from a copy); with
+        ``small_runs``, then the series of small runs from it too (see `small`)."""
         root = self.work / workload.name / f"state-{state}"
         model = self.load(workload, stream, state, root)
         saved = root.with_name(root.name + ".saved")
@@ -150,7 +159,35 @@ class Bench:
             self.points.append({**point, "batch": batch, "run": run})
             if batch in compare_at:
                 self.compare(workload, stream, state + batch, model)
+        if small_runs:
+            shutil.rmtree(root)
+            shutil.copytree(saved, root)
+            self.small(model, stream, state)
         shutil.rmtree(saved, ignore_errors=True)
+
+    def small(self, model: systems.StreamjoinModel, stream: dict[str, pa.Table], state: int) -> int:
+        """``small_runs`` consecutive runs of ``small_batch`` changes each on a warm session, from
+        ``state``: the fixed cost of a run. Returns the changes the model has read after them."""
+        batch, runs = self.sizes.small_batch, []
+        for i in range(self.sizes.small_runs):
+            model.append(wl.cut(stream, state + i * batch, state + (i + 1) * batch))
+            runs.append(self._run(model, "small", state + i * batch, batch))
+        self.series.append({"workload": model.workload.name, "state": state, "batch": batch, "runs": runs})
+        return state + len(runs) * batch
+
+    def retractions(self, workload: wl.Workload) -> None:
+        """A LEFT join whose changes hold retractions: small runs on each of ``churn_states``, and a
+        recompute of the largest state's snapshot after them."""
+        sizes = self.sizes
+        top = max(sizes.churn_states)
+        stream = wl.stream(workload, top + sizes.small_batch * sizes.small_runs)
+        for state in sizes.churn_states:
+            if self.out_of_time(f"{workload.name} at state {state:,}"):
+                return
+            model = self.load(workload, stream, state, self.work / workload.name / f"state-{state}")
+            read = self.small(model, stream, state)
+            if state == top:
+                self.compare(workload, stream, read, model, flink=False)
 
     # --- peers and comparisons --------------------------------------------------------------
 
@@ -247,6 +284,9 @@ class Bench:
                 if name == "q20":
                     self.scaling(workload)
                     continue
+                if name == "q20_left_churn":
+                    self.retractions(workload)
+                    continue
                 stream = wl.stream(workload, sizes.other_state + sizes.other_batch)
                 self.sweep(workload, stream, sizes.other_state, [sizes.other_batch], {sizes.other_batch})
             except StreamJoinError as error:  # e.g. a join strategy that does not exist yet
@@ -276,7 +316,8 @@ class Bench:
         sizes = self.sizes
         top = max(sizes.state_sizes)
         one_percent = max(1, top // 100)
-        need = max(sizes.fixed_state + max(sizes.batch_sizes), top + max(sizes.state_batch, one_percent))
+        need = max(sizes.fixed_state + max(max(sizes.batch_sizes), sizes.small_batch * sizes.small_runs),
+                   top + max(sizes.state_batch, one_percent))
         stream = wl.stream(workload, need)
         for state in sorted(set(sizes.state_sizes) | {sizes.fixed_state}):
             if self.out_of_time(f"{workload.name} at state {state:,}"):
@@ -292,7 +333,7 @@ class Bench:
                 if one_percent not in batches:
                     batches.append(one_percent)
                 compare.add(one_percent)
-            self.sweep(workload, stream, state, batches, compare)
+            self.sweep(workload, stream, state, batches, compare, small_runs=state == sizes.fixed_state)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "mode": args.mode, "scale": args.scale, "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_seconds": round(time.time() - started, 1), "sizes": dataclasses.asdict(sizes),
-        "environment": environment.describe(spark), "runs": bench.runs, "points": bench.points,
+        "environment": environment.describe(spark), "runs": bench.runs, "points": bench.points, "series": bench.series,
         "comparisons": bench.comparisons, "skipped": bench.skipped,
     }
     results["targets"] = report.targets(results)

@@ -58,6 +58,9 @@ _Q20 = """SELECT B.auction, B.bidder, B.price, B.channel, B.url, B.date_time AS 
 FROM bid AS B JOIN auction AS A ON B.auction = A.id
 WHERE A.category = 10"""
 
+_Q20_LEFT = """SELECT B.auction, B.bidder, B.price, B.date_time AS bid_time, A.item_name, A.seller, A.category
+FROM bid AS B LEFT JOIN auction AS A ON B.auction = A.id AND A.category = 10"""
+
 _Q3 = """SELECT P.name, P.city, P.state, A.id
 FROM auction AS A JOIN person AS P ON A.seller = P.id
 WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')"""
@@ -84,6 +87,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("q3", "regular", _Q3, (_AUCTION, _PERSON)),
     Workload("q20_churn", "regular", _Q20, (_BID, _AUCTION), **_CHURN),
     Workload("q3_churn", "regular", _Q3, (_AUCTION, _PERSON), **_CHURN),
+    Workload("q20_left_churn", "regular", _Q20_LEFT, (_BID, _AUCTION), **_CHURN),
     Workload("interval", "interval", _INTERVAL, (_BID, _AUCTION), events_per_second=1_000,
              event_time="date_time", requires="streamjoin.operators.interval"),
     Workload("fourway_binary", "multiway", _FOURWAY, (

@@ -9,7 +9,7 @@ import pytest
 from bench import harness, report
 
 TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming",
-           "spark_jobs_per_run"}
+           "spark_jobs_per_run", "fixed_cost", "retraction_state_growth", "retraction_vs_recompute"}
 
 
 @pytest.fixture(scope="module")

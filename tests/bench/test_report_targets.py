@@ -35,8 +35,47 @@ def _job_results(jobs: dict[str, list[int]]) -> dict:
 
 
 def test_jobs_per_run_hold_only_if_every_run_keeps_to_its_limit() -> None:
-    assert report._jobs_per_run(_job_results({"q20": [1, 1], "q20_churn": [2, 1]}))["met"]
-    assert not report._jobs_per_run(_job_results({"q20": [1, 2], "q20_churn": [1]}))["met"]
-    assert not report._jobs_per_run(_job_results({"q20": [1], "q20_churn": [3]}))["met"]
-    unmeasured = report._jobs_per_run(_job_results({"q20": [1]}))
+    assert report._jobs_per_run(_job_results({"q20": [1, 1], "q20_churn": [2, 1], "q20_left_churn": [2]}))["met"]
+    assert not report._jobs_per_run(_job_results({"q20": [1, 2], "q20_churn": [1], "q20_left_churn": [1]}))["met"]
+    worst = report._jobs_per_run(_job_results({"q20": [1], "q20_churn": [3], "q20_left_churn": [2]}))
+    assert not worst["met"] and worst["measured"] == 3
+    unmeasured = report._jobs_per_run(_job_results({"q20": [1], "q20_left_churn": [1]}))
     assert not unmeasured["met"] and "q20_churn" in unmeasured["status"]
+
+
+def test_jobs_per_run_count_the_small_runs_too() -> None:
+    results = _job_results({"q20": [1], "q20_churn": [1], "q20_left_churn": [1]})
+    results["series"] = [{"workload": "q20_left_churn", "runs": [{"spark_jobs": 1}, {"spark_jobs": 3}]}]
+    assert not report._jobs_per_run(results)["met"]
+
+
+def _series(workload: str, state: int, seconds: list[float]) -> dict:
+    return {"workload": workload, "state": state, "batch": 1_000,
+            "runs": [{"seconds": s, "spark_jobs": 1, "spark_job_seconds": s / 2, "load_before": [0.0, 0.0, 0.0]}
+                     for s in seconds]}
+
+
+def test_the_fixed_cost_is_the_median_of_the_small_runs() -> None:
+    fast = report._fixed_cost({"series": [_series("q20", 20_000, [2.0, 0.4, 0.3, 0.45, 0.5])]})
+    assert fast["met"] and fast["measured"] == 0.45 and fast["ratio"] == 0.9
+    slow = report._fixed_cost({"series": [_series("q20", 20_000, [0.4, 0.7, 0.8, 0.3])]})
+    assert not slow["met"] and slow["measured"] == 0.55  # the mean of the middle two
+    assert report._fixed_cost({"series": []})["status"].startswith("not run")
+
+
+def _churn(small: list[float], big: list[float], recompute: float) -> dict:
+    same = {"streamjoin": {"rows": 1, "checksum": "7", "negative_rows": 0},
+            "spark_batch": {"rows": 1, "checksum": "7", "negative_rows": 0}}
+    return {"series": [_series("q20_left_churn", 1_000, small), _series("q20_left_churn", 10_000, big)],
+            "comparisons": [{"workload": "q20_left_churn", "changes": 20_000, "snapshot_rows": 9_000,
+                             "spark_batch": {"seconds": recompute}, "systems": same}]}
+
+
+def test_retractions_hold_only_with_flat_growth_and_a_small_share_of_the_recompute() -> None:
+    growth, share = report._retractions(_churn([1.0, 1.0, 1.0], [1.2, 1.2, 1.2], 30.0))
+    assert growth["met"] and growth["ratio"] == 1.2
+    assert share["met"] and share["ratio"] == 0.04
+    growth, share = report._retractions(_churn([1.0, 1.0, 1.0], [1.4, 1.4, 1.4], 20.0))
+    assert not growth["met"] and not share["met"] and share["ratio"] == 0.07
+    missing = report._retractions({"series": [_series("q20_left_churn", 1_000, [1.0])], "comparisons": []})
+    assert all(t["status"].startswith("not run") for t in missing)
