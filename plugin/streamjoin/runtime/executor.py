@@ -19,7 +19,7 @@ from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
 from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.formats import data_schema, declared_type
-from ..storage.state import StateLayout, StateTable
+from ..storage.state import StateLayout, StateTable, plain_key_columns
 from ..storage.tables import ModelTables
 from ..storage.writes import RunWriter, StagedWrite
 from ..types import JoinType, Side
@@ -180,7 +180,8 @@ class Executor:
         path = self.tables.state(name)
         return StateTable(path=path, schema=side.schema, key_columns=side.key_columns,
                           tracks_degree=side.tracks_degree, version=self.versions.get(path),
-                          bucket_exprs=side.bucket_key_exprs, buckets=self.plan.config.state_buckets)
+                          bucket_exprs=side.bucket_key_exprs, buckets=self.plan.config.state_buckets,
+                          file_keys=plain_key_columns(side.schema, side.key_exprs, side.key_types))
 
     def regular_join(self, node: Join) -> DataFrame:
         deltas = {Side.LEFT: self.delta(node.left), Side.RIGHT: self.delta(node.right)}

@@ -5,18 +5,26 @@ buckets it touches only as it computes its changes. Choosing the files on the ex
 that inside the run's one job: the candidate files are a small frame (uri, partition value),
 semi-joined with the wanted partition values, and each task reads its files with pyarrow
 through the filesystem of their URI. No job runs first to bring the wanted values to the driver.
+
+A read can carry the wanted keys too (`read_keyed`): each file's row then comes with the keys
+of its partition, and the task keeps only the rows whose key is among them (or holds a NULL,
+which Arrow's equality cannot decide), so Spark receives the touched keys' rows rather than
+whole files.
 """
 from __future__ import annotations
 
+from functools import reduce
 from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from .delta_log import DataFile, arrow_schema
 
 URI = "_uri"
+KEYS = "_keys"
 
 
 def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
@@ -41,21 +49,71 @@ def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wante
     return listing.join(wanted.select(column).distinct(), column, "left_semi").select(URI)
 
 
+def read_keyed(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
+               wanted: DataFrame, keys: Sequence[tuple[str, str]]) -> DataFrame:
+    """The rows (`schema`) of those `files` whose partition value of `column` is among `wanted[column]`,
+    only those whose key is among that partition's wanted keys (or has a NULL part). `keys` pairs each
+    key column of `wanted` with the stored column of `schema` holding the same values."""
+    if not files:
+        return spark.createDataFrame([], schema)
+    listing = spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
+    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
+    return read_listed(listing.join(per_value, column).select(URI, KEYS), schema)
+
+
 def read_listed(listing: DataFrame, schema: StructType) -> DataFrame:
-    """The rows (`schema`) of the files a frame of URIs (column `URI`) lists."""
+    """The rows (`schema`) of the files a frame of URIs (column `URI`, and maybe `KEYS`) lists."""
     return listing.mapInArrow(_reader(arrow_schema(schema)), schema)
 
 
 def _reader(schema: pa.Schema):
-    """The function each task runs over its batches of file URIs."""
+    """The function each task runs over its batches of file URIs (and wanted keys)."""
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.fs as pafs
         import pyarrow.parquet as pq
 
         for batch in batches:
-            for uri in batch.column(URI).to_pylist():
+            keys = batch.column(KEYS) if KEYS in batch.schema.names else None
+            for i, uri in enumerate(batch.column(URI).to_pylist()):
                 filesystem, path = pafs.FileSystem.from_uri(uri) if "://" in uri else (pafs.LocalFileSystem(), uri)
-                table = pq.read_table(path, filesystem=filesystem, columns=schema.names)
-                yield from table.cast(schema).to_batches()
+                table = pq.read_table(path, filesystem=filesystem, columns=schema.names).cast(schema)
+                if keys is not None:
+                    table = rows_with_keys(table, pa.Table.from_struct_array(keys[i].values))
+                yield from table.to_batches()
 
     return read
+
+
+def rows_with_keys(table: pa.Table, wanted: pa.Table) -> pa.Table:
+    """The rows of `table` whose values in `wanted`'s columns equal one of `wanted`'s rows, and the rows
+    with a NULL in any of those columns (NULL-safe keys may match them; Spark decides).
+
+    Values compare as Spark compares them: integers, dates and timestamps as 64-bit integers, strings
+    by their bytes (`plain_key_columns` admits no other type).
+
+    >>> t = pa.table({"k": pa.array([1, 2, None, 3], pa.int32()), "v": ["a", "b", "c", "d"]})
+    >>> rows_with_keys(t, pa.table({"k": pa.array([3, 1, 7], pa.int64())}))["v"].to_pylist()
+    ['a', 'c', 'd']
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table  # (pyarrow 22 crashes on indices_nonzero of a chunked array without chunks)
+    names = wanted.column_names
+    probe = pa.table({**{n: _comparable(table[n]) for n in names}, "_i": pa.array(np.arange(table.num_rows))})
+    found = probe.join(pa.table({n: _comparable(wanted[n]) for n in names}), keys=names, join_type="left semi")
+    null = reduce(pc.or_, [table[n].is_null() for n in names])
+    chosen = pc.unique(pa.concat_arrays([found["_i"].combine_chunks(), pc.indices_nonzero(null.combine_chunks()).cast(pa.int64())]))
+    return table.take(chosen.sort())
+
+
+def _comparable(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    kind = values.type
+    if pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
+        return values.cast(pa.int64())
+    if pa.types.is_date32(kind):
+        return values.cast(pa.int32()).cast(pa.int64())
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return values.cast(pa.large_string())
+    raise TypeError(f"no Arrow comparison of {kind} keys matches Spark's")

@@ -5,8 +5,11 @@ rows of the other side match each row) as a few *level-0* files holding rows of 
 bucket (partition value NULL), written as they come, with no shuffle and no file per bucket.
 Every so often a run folds level 0 into per-bucket files instead. A read takes level 0 and
 the files of the touched buckets, and keeps the rows of the touched keys; the caller sums
-them. A run therefore writes in proportion to its changes and reads in proportion to the
-state of the keys it touches (plus the few recent files of level 0).
+them. Where the join key is a stored column Arrow compares as Spark does, the tasks reading
+the bucket files keep only the touched keys' rows, so Spark receives those rather than whole
+buckets. Level 0 is folded once it holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, so a run
+reads few rows of it. A run therefore writes in proportion to its changes and hands Spark
+rows in proportion to the state of the keys it touches.
 """
 from __future__ import annotations
 
@@ -17,18 +20,43 @@ from typing import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongType, ShortType, StringType, StructField,
+                               StructType, TimestampNTZType, TimestampType)
 
 from ..zset import WEIGHT, col
 from . import delta_log
-from .file_reads import read_chosen
+from .file_reads import read_chosen, read_keyed
 from .writes import FileActions, RunWriter
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
 LEVEL0_FILES = 16  # level-0 files that trigger folding them into per-bucket files
+LEVEL0_ROWS = 20_000  # level-0 rows (by file statistics) that trigger it too: every run reads all of level 0
 DEGREE = "_degree"
 BUCKET = "_bucket"
 UPDATED = "_updated"  # run time (epoch ms) a row's state was last written, for state_ttl
+
+
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+#: Spark types of a key whose stored values Arrow compares exactly as Spark does (`file_reads.rows_with_keys`).
+_ARROW_EXACT: dict[str, tuple[type[DataType], ...]] = {
+    "tinyint": _INTEGRAL, "smallint": _INTEGRAL, "int": _INTEGRAL, "bigint": _INTEGRAL, "string": (StringType,),
+    "date": (DateType,), "timestamp": (TimestampType,), "timestamp_ntz": (TimestampNTZType,)}
+
+
+def plain_key_columns(schema: StructType, key_exprs: Sequence[str], key_types: Sequence[str]) -> tuple[str, ...]:
+    """The stored columns that are the join key, in order, when each key part is a bare column of
+    `schema` whose values Arrow compares as Spark compares the key's type; else () (reads then keep
+    the touched keys' rows in Spark only)."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    out = []
+    for expr, key_type in zip(key_exprs, key_types):
+        name = expr.strip()
+        name = name[1:-1].replace("``", "`") if name.startswith("`") and name.endswith("`") else name
+        stored = fields.get(name)
+        if stored is None or type(stored) not in _ARROW_EXACT.get(key_type, ()):
+            return ()
+        out.append(name)
+    return tuple(out)
 
 
 def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
@@ -61,6 +89,7 @@ class StateTable:
     version: int | None  # the version this run reads (pinned at the run's start)
     bucket_exprs: Sequence[str] = ()  # Spark SQL computing the bucket's hash inputs from a stored row
     buckets: int = 16
+    file_keys: tuple[str, ...] = ()  # the stored columns that are the key, if reads may filter by them
 
     @property
     def stored_schema(self) -> StructType:
@@ -82,8 +111,12 @@ class StateTable:
         if touched is None:
             return with_keys(delta_log.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        rows = with_keys(delta_log.read(spark, level0(files), self.stored_schema).unionByName(
-            read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched)))
+        if self.file_keys:
+            chosen = read_keyed(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched,
+                                keys=list(zip(self.key_columns, self.file_keys)))
+        else:
+            chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched)
+        rows = with_keys(delta_log.read(spark, level0(files), self.stored_schema).unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
         for k in self.key_columns:
@@ -95,8 +128,8 @@ class StateTable:
               expire_before: int | None = None) -> FileActions:
         """Stage appended rows (schema columns, weight, degree, updated, bucket) with the run's writer.
 
-        The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or a bucket `COMPACT_AT`,
-        the run compacts instead: level 0, the crowded buckets' files and its changes are consolidated
+        The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, or a bucket
+        `COMPACT_AT` files, the run compacts instead: level 0, the crowded buckets' files and its changes are consolidated
         into per-bucket files (dropping rows that summed to nothing and, in the crowded buckets, whose
         every row is in hand, rows idle since before `expire_before`), and the old files removed.
         """
@@ -106,7 +139,7 @@ class StateTable:
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
         per_bucket = Counter(int(f.partition[BUCKET]) for f in bucketed)
         crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
-        if not crowded and len(unbucketed) < LEVEL0_FILES:
+        if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
         old_files = unbucketed + [f for f in bucketed if int(f.partition[BUCKET]) in crowded]
         old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
