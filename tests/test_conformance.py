@@ -29,3 +29,22 @@ def outcomes(spark):
 def test_case(outcomes, name):
     outcome = outcomes[name]
     assert outcome["ok"], outcome["error"]
+
+
+def test_the_runner_prints_a_line_per_case_and_a_summary_and_fails_on_a_mismatch(spark, tmp_path, capsys):
+    from streamjoin.conformance import main
+
+    good = CASES_DIR / "flink-semi-itcase-join.json"
+    wrong = json.loads(good.read_text())
+    wrong["name"] = "wrong-expectation"
+    wrong["runs"][-1]["expect_result"] = wrong["runs"][-1]["expect_result"][1:]  # one row too few
+    (tmp_path / "wrong.json").write_text(json.dumps(wrong))
+    assert main([str(good)]) == 0
+    out = capsys.readouterr()
+    assert [json.loads(line)["ok"] for line in out.out.splitlines()] == [True]
+    assert out.err.strip().endswith("1 of 1 cases ok")
+    assert main([str(good), str(tmp_path / "wrong.json")]) == 1
+    out = capsys.readouterr()
+    assert {json.loads(line)["case"]: json.loads(line)["ok"] for line in out.out.splitlines()} == {
+        "flink-semi-itcase-join": True, "wrong-expectation": False}
+    assert out.err.strip().endswith("1 of 2 cases ok; failed: wrong-expectation")

@@ -192,12 +192,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in args.cases:
         with open(path, encoding="utf-8") as fh:
             cases.append(json.load(fh))
-    all_ok = True
+    failed = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for outcome in pool.map(lambda c: run_case(spark, c), cases):
-            all_ok &= bool(outcome["ok"])
+            if not outcome["ok"]:
+                failed.append(outcome["case"])
             print(json.dumps(outcome), flush=True)
-    return 0 if all_ok else 1
+    print(f"{len(cases) - len(failed)} of {len(cases)} cases ok" + (f"; failed: {', '.join(failed)}" if failed else ""),
+          file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
