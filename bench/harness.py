@@ -150,18 +150,21 @@ class Bench:
         shutil.copytree(root, saved)
         point = {"workload": workload.name, "state": state,
                  "state_bytes": model.state_bytes(), "model_bytes": model.model_bytes()}
+
+        def restore() -> None:
+            shutil.rmtree(root)
+            shutil.copytree(saved, root)
+
         for index, batch in enumerate(batches):
             if index:
-                shutil.rmtree(root)
-                shutil.copytree(saved, root)
+                restore()
             model.append(wl.cut(stream, state, state + batch))
             run = self._run(model, "batch", state, batch)
             self.points.append({**point, "batch": batch, "run": run})
             if batch in compare_at:
                 self.compare(workload, stream, state + batch, model)
         if small_runs:
-            shutil.rmtree(root)
-            shutil.copytree(saved, root)
+            restore()
             self.small(model, stream, state)
         shutil.rmtree(saved, ignore_errors=True)
 

@@ -20,6 +20,12 @@ def _series(results: dict[str, Any], workload: str) -> list[dict[str, Any]]:
     return [s for s in results.get("series", []) if s["workload"] == workload]
 
 
+def _series_figures(series: dict[str, Any]) -> dict[str, list[Any]]:
+    """Each run's seconds and Spark jobs of a series of small runs."""
+    return {"seconds": [round(r["seconds"], 3) for r in series["runs"]],
+            "spark_jobs": [r["spark_jobs"] for r in series["runs"]]}
+
+
 def median_seconds(series: dict[str, Any]) -> float:
     """The median run time of a series of small runs."""
     times = sorted(r["seconds"] for r in series["runs"])
@@ -148,9 +154,7 @@ def _fixed_cost(results: dict[str, Any]) -> dict[str, Any]:
     median = median_seconds(series)
     return _target(name, what, round(median, 3), FIXED_COST_LIMIT, median / FIXED_COST_LIMIT,
                    median <= FIXED_COST_LIMIT, "met" if median <= FIXED_COST_LIMIT else "not met",
-                   {"seconds": [round(r["seconds"], 3) for r in series["runs"]],
-                    "spark_jobs": [r["spark_jobs"] for r in series["runs"]],
-                    "spark_job_seconds": [r["spark_job_seconds"] for r in series["runs"]],
+                   {**_series_figures(series), "spark_job_seconds": [r["spark_job_seconds"] for r in series["runs"]],
                     "load": [r["load_before"] for r in series["runs"]]})
 
 
@@ -167,8 +171,7 @@ def _retractions(results: dict[str, Any]) -> list[dict[str, Any]]:
     t_small, t_big = median_seconds(by_state[small]), median_seconds(by_state[big])
     scope = (f" (median of {len(by_state[big]['runs'])} runs of {by_state[big]['batch']:,} changes, states {small:,} "
              f"and {big:,} changes; the issue's are 1M and 10M)")
-    figures = {str(s): {"seconds": [round(r["seconds"], 3) for r in v["runs"]],
-                        "spark_jobs": [r["spark_jobs"] for r in v["runs"]]} for s, v in sorted(by_state.items())}
+    figures = {str(s): _series_figures(v) for s, v in sorted(by_state.items())}
     ratio = t_big / t_small
     out = [_target(growth, what_growth + scope, round(t_big, 3), round(t_small, 3), ratio,
                    ratio < RETRACTION_GROWTH_LIMIT, "met" if ratio < RETRACTION_GROWTH_LIMIT else "not met", figures)]

@@ -1,4 +1,4 @@
-"""State reads that keep only the touched keys' rows as the files are read (`file_reads.read_keyed`).
+"""State reads that keep only the touched keys' rows as the files are read (`file_reads.read_chosen` with `keys`).
 
 The filter runs in Arrow, so it must keep every row Spark's equality would match: the property
 test drives string, date and mixed int/bigint keys, NULL keys under `=` and `<=>`, and a computed

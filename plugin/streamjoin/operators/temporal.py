@@ -77,14 +77,13 @@ class TemporalJoin:
         self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
         self.model = executor.plan.model
         self.lateness_us = executor.plan.config.allowed_lateness // US
-        self.paths = {PROBE: executor.tables.state(f"{node.id}_probes"),
-                      VERSIONS: executor.tables.state(f"{node.id}_versions")}
+        paths = {PROBE: executor.tables.state(f"{node.id}_probes"), VERSIONS: executor.tables.state(f"{node.id}_versions")}
         self.schemas = {
             PROBE: StructType(list(self.probe.schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]),
             VERSIONS: StructType(list(self.versions.schema.fields) + [
                 StructField(RUN, LongType()), StructField(POS, LongType()), StructField(DELETED, BooleanType())]),
         }
-        self.tables = {s: AppendedTable(p, executor.versions.get(p), self.schemas[s]) for s, p in self.paths.items()}
+        self.tables = {s: AppendedTable(p, executor.versions.get(p), self.schemas[s]) for s, p in paths.items()}
 
     # -- this run's rows ------------------------------------------------------------------------
     def changes(self, s: str) -> DataFrame:
@@ -146,7 +145,7 @@ class TemporalJoin:
         stats = self.statistics(probes, incoming)
         if stats[PROBE]["retractions"]:
             self.reject_retractions(probes, stats[PROBE]["retractions"])
-        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.paths[PROBE], x.versions.get(self.paths[PROBE]))
+        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.tables[PROBE].path, self.tables[PROBE].version)
         clock = old.advance({s: stats[s]["max_time"] for s in (PROBE, VERSIONS)},
                             {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
         w_old, w_new = old.watermark, clock.watermark

@@ -117,8 +117,8 @@ class WindowJoin:
         for s in Side:
             if stats[s]["retractions"]:
                 self.reject_retractions(s, stats[s]["retractions"])
-        first = self.tables[Side.LEFT].path
-        old = Clock.load(META_KEY, [s.value for s in Side], first, x.versions.get(first))
+        first = self.tables[Side.LEFT]
+        old = Clock.load(META_KEY, [s.value for s in Side], first.path, first.version)
         clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
                             {s.value: self.inputs[s].watermark_delay // US for s in Side})
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)

@@ -21,6 +21,7 @@ class AppendedTable:
 
     def __init__(self, path: str, version: int | None, schema: StructType) -> None:
         self.path = path
+        self.version = version
         self.schema = schema
         self.files = delta_log.data_files(path, version)
 

@@ -6,7 +6,7 @@ that inside the run's one job: the candidate files are a small frame (uri, parti
 semi-joined with the wanted partition values, and each task reads its files with pyarrow
 through the filesystem of their URI. No job runs first to bring the wanted values to the driver.
 
-A read can carry the wanted keys too (`read_keyed`): each file's row then comes with the keys
+A read can carry the wanted keys too (`read_chosen` with `keys`): each file's row then comes with the keys
 of its partition, and the task keeps only the rows whose key is among them (or holds a NULL,
 which Arrow's equality cannot decide), so Spark receives the touched keys' rows rather than
 whole files.
@@ -36,29 +36,27 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
 
 
 def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
-                wanted: DataFrame) -> DataFrame:
-    """The rows (`schema`) of those `files` whose partition value of `column` is among `wanted[column]`."""
+                wanted: DataFrame, keys: Sequence[tuple[str, str]] = ()) -> DataFrame:
+    """The rows (`schema`) of those `files` whose partition value of `column` is among `wanted[column]`.
+
+    With `keys` (each key column of `wanted` paired with the stored column of `schema` holding the
+    same values), only the rows whose key is among their partition's wanted keys, or has a NULL part."""
     if not files:
         return spark.createDataFrame([], schema)
-    return read_listed(choose(spark, files, column=column, wanted=wanted), schema)
+    if not keys:
+        return read_listed(choose(spark, files, column=column, wanted=wanted), schema)
+    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
+    return read_listed(_listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema)
 
 
 def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wanted: DataFrame) -> DataFrame:
     """The URIs (column `URI`) of those `files` whose partition value of `column` is among `wanted[column]`."""
-    listing = spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
-    return listing.join(wanted.select(column).distinct(), column, "left_semi").select(URI)
+    return _listing(spark, files, column).join(wanted.select(column).distinct(), column, "left_semi").select(URI)
 
 
-def read_keyed(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
-               wanted: DataFrame, keys: Sequence[tuple[str, str]]) -> DataFrame:
-    """The rows (`schema`) of those `files` whose partition value of `column` is among `wanted[column]`,
-    only those whose key is among that partition's wanted keys (or has a NULL part). `keys` pairs each
-    key column of `wanted` with the stored column of `schema` holding the same values."""
-    if not files:
-        return spark.createDataFrame([], schema)
-    listing = spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
-    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
-    return read_listed(listing.join(per_value, column).select(URI, KEYS), schema)
+def _listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> DataFrame:
+    """The files as a frame of their URIs (`URI`) and their partition value of `column`."""
+    return spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
 
 
 def read_listed(listing: DataFrame, schema: StructType) -> DataFrame:

@@ -25,7 +25,7 @@ from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongTy
 
 from ..zset import WEIGHT, col
 from . import delta_log
-from .file_reads import read_chosen, read_keyed
+from .file_reads import read_chosen
 from .writes import FileActions, RunWriter
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
@@ -111,11 +111,8 @@ class StateTable:
         if touched is None:
             return with_keys(delta_log.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        if self.file_keys:
-            chosen = read_keyed(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched,
-                                keys=list(zip(self.key_columns, self.file_keys)))
-        else:
-            chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched)
+        chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched,
+                             keys=list(zip(self.key_columns, self.file_keys)))
         rows = with_keys(delta_log.read(spark, level0(files), self.stored_schema).unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
