@@ -25,7 +25,7 @@ import time
 import warnings
 from pathlib import Path
 
-from streamjoin import logs
+from streamjoin import logs, metastore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import demo_report  # noqa: E402  (reads the models' run logs and changelogs)
@@ -69,9 +69,18 @@ def main() -> int:
     parser.add_argument("--rows", action="store_true", help="also print every changelog row each run emitted")
     args = parser.parse_args()
     local_dir = args.local_dir.resolve()
+    metastore.stop(local_dir)  # an earlier demo's catalog service, over the folder about to be replaced
     shutil.rmtree(local_dir, ignore_errors=True)
     local_dir.mkdir(parents=True)
     prepare_environment(local_dir)
+    try:
+        return demo(args, local_dir)
+    finally:
+        metastore.stop(local_dir)  # the demo was its only user: leave nothing running
+
+
+def demo(args: argparse.Namespace, local_dir: Path) -> int:
+    """Three (`--batches`) DAG runs over the example project in `local_dir`; 0 if every one succeeded."""
 
     started = time.time()
     from airflow.utils import db

@@ -1,7 +1,13 @@
 """Shared fixtures: one local SparkSession for the whole test run (Spark starts in seconds, not ms)."""
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# A project's metastore service (streamjoin.metastore), started by the dbt and Airflow tests' processes,
+# stops soon after its last process exits instead of outliving the test run by minutes.
+os.environ.setdefault("STREAMJOIN_METASTORE_IDLE_SECONDS", "20")
 
 
 @pytest.fixture(scope="session")

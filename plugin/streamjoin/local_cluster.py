@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,19 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-HOST = "127.0.0.1"
+from .processes import HOST, alive, free_port, send_signal, tail, wait_exit
+
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 class ClusterError(RuntimeError):
     """Raised when the cluster's daemons do not come up."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def spark_class() -> Path:
@@ -97,14 +90,14 @@ class LocalCluster:
     def stop(self, timeout: float = 20.0) -> None:
         """Stop the workers (which stop their executors), then the master; SIGKILL what outlives `timeout`."""
         for daemon in reversed(self.daemons):
-            _signal(daemon.pid, signal.SIGTERM)
+            send_signal(daemon.pid, signal.SIGTERM)
         deadline = time.time() + timeout
         for daemon in reversed(self.daemons):
-            _wait_exit(daemon.pid, max(0.0, deadline - time.time()))
+            wait_exit(daemon.pid, max(0.0, deadline - time.time()))
         for pid in [d.pid for d in self.daemons] + list(self.executor_pids().values()):
-            if _alive(pid):
-                _signal(pid, signal.SIGKILL)
-                _wait_exit(pid, 5.0)
+            if alive(pid):
+                send_signal(pid, signal.SIGKILL)
+                wait_exit(pid, 5.0)
 
 
 def start(home: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g",
@@ -159,15 +152,15 @@ def _launch(role: str, home: Path, env: dict[str, str], main_class: str, *args: 
 def _await_workers(cluster: LocalCluster, workers: int, timeout: float) -> None:
     deadline = time.time() + timeout
     while True:
-        dead = [d for d in cluster.daemons if not _alive(d.pid)]
+        dead = [d for d in cluster.daemons if not alive(d.pid)]
         if dead:
-            raise ClusterError(f"the {dead[0].role} exited: {_tail(dead[0].log)}")
+            raise ClusterError(f"the {dead[0].role} exited: {tail(dead[0].log)}")
         with contextlib.suppress(OSError, ValueError):
             if len(cluster.alive_workers()) == workers:
                 return
         if time.time() > deadline:
             raise ClusterError(f"{workers} workers not alive after {timeout:.0f}s; master log: "
-                               f"{_tail(cluster.daemons[0].log)}")
+                               f"{tail(cluster.daemons[0].log)}")
         time.sleep(0.5)
 
 
@@ -183,31 +176,3 @@ def _option(args: str, name: str) -> str | None:
     return words[words.index(name) + 1] if name in words[:-1] else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)  # reaps our own children once they exit
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass  # not our child: ask the kernel
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _wait_exit(pid: int, timeout: float) -> None:
-    deadline = time.time() + timeout
-    while _alive(pid) and time.time() < deadline:
-        time.sleep(0.2)
-
-
-def _tail(log: Path, lines: int = 20) -> str:
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])

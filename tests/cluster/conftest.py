@@ -14,7 +14,8 @@ from typing import IO, Any, Iterator
 import pytest
 
 from streamjoin import local_cluster
-from streamjoin.local_cluster import HOST, LocalCluster, free_port, get_json
+from streamjoin.local_cluster import LocalCluster, get_json
+from streamjoin.processes import HOST, free_port
 
 DRIVER = Path(__file__).with_name("driver.py")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from streamjoin import conformance, run_once
 from streamjoin.conformance import CaseRunner
-from streamjoin.local_cluster import HOST
+from streamjoin.processes import HOST
 from streamjoin.session import local_session
 
 PREFIX = "@@ "

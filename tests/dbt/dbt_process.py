@@ -11,7 +11,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from deltalake import DeltaTable
 
@@ -31,14 +31,16 @@ class Invocation:
         return {name: r["status"] for name, r in self.results.items()}
 
 
-def dbt(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Optional[Path] = None) -> Invocation:
-    """Run `dbt <args>` on `project` with its catalog and state in `local_dir`."""
+def dbt_command(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Optional[Path] = None,
+                name: Optional[str] = None) -> Tuple[List[str], Dict[str, str]]:
+    """The command line and environment of `dbt <args>` on `project` with its catalog and state in
+    `local_dir`; a `name` gives the process target and log folders of its own (for processes at once)."""
     executable = Path(sys.executable).with_name("dbt")
-    target = local_dir / "target"
+    suffix = f"-{name}" if name else ""
     command = [str(executable), *args, "--project-dir", str(project),
-               "--profiles-dir", str(profiles_dir or project), "--log-path", str(local_dir / "logs")]
+               "--profiles-dir", str(profiles_dir or project), "--log-path", str(local_dir / f"logs{suffix}")]
     if args[0] != "deps":  # the one command that writes no target folder (and takes no --target-path)
-        command += ["--target-path", str(target)]
+        command += ["--target-path", str(local_dir / f"target{suffix}")]
     env = {
         **os.environ,
         "STREAMJOIN_LOCAL_DIR": str(local_dir),
@@ -47,6 +49,13 @@ def dbt(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Op
         # Short-lived JVMs: skip C2 and parallel GC; faster start on a small machine.
         "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }
+    return command, env
+
+
+def dbt(args: Sequence[str], *, project: Path, local_dir: Path, profiles_dir: Optional[Path] = None) -> Invocation:
+    """Run `dbt <args>` on `project` with its catalog and state in `local_dir`."""
+    command, env = dbt_command(args, project=project, local_dir=local_dir, profiles_dir=profiles_dir)
+    target = local_dir / "target"
     done = subprocess.run(command, cwd=local_dir, env=env, capture_output=True, text=True, timeout=1800)
     results_file = target / "run_results.json"
     results = {}

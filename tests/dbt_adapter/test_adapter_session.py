@@ -23,10 +23,15 @@ def test_embedded_defaults() -> None:
     assert (conf["spark.sql.adaptive.enabled"], conf["spark.sql.shuffle.partitions"]) == ("true", "200")
     assert conf["spark.driver.memory"] == "2g"  # local: the driver is also the executor
     assert conf["spark.sql.catalogImplementation"] == "hive"
-    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
-        "jdbc:derby:;databaseName=/p/.streamjoin/metastore_db;create=true"
-    )
-    assert conf["spark.driver.extraJavaOptions"] == "-Dderby.system.home=/p/.streamjoin"
+    # the catalog is the project's metastore service (started with the session), not an embedded Derby
+    assert plan_with().project_metastore
+    assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf and "spark.hadoop.hive.metastore.uris" not in conf
+
+
+def test_a_metastore_named_in_the_profile_replaces_the_projects_service() -> None:
+    assert not plan_with(spark__hadoop__hive__metastore__uris="thrift://metastore:9083").project_metastore
+    assert not plan_with(spark__hadoop__javax__jdo__option__ConnectionURL="jdbc:derby:;databaseName=/m").project_metastore
+    assert not plan_with(spark__sql__catalogImplementation="in-memory").project_metastore
 
 
 def test_server_side_parameters_win() -> None:

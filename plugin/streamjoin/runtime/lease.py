@@ -15,19 +15,10 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..errors import ModelBusyError
+from ..processes import alive
 from ..storage.tables import ModelTables
 
 FOLDER = "_active"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def holders(tables: ModelTables) -> list[dict[str, Any]]:
@@ -41,7 +32,7 @@ def holders(tables: ModelTables) -> list[dict[str, Any]]:
                 marker = json.load(fh)
         except (FileNotFoundError, json.JSONDecodeError):
             continue
-        if marker.get("host") == socket.gethostname() and not _alive(int(marker.get("pid", 0))):
+        if marker.get("host") == socket.gethostname() and not alive(int(marker.get("pid", 0))):
             os.remove(path)
             continue
         out.append(marker)

@@ -28,10 +28,7 @@ logger = AdapterLogger("Streamjoin")
 #: Master used when the profile's ``server_side_parameters`` name none and
 #: ``STREAMJOIN_SPARK_MASTER`` (as for ``streamjoin.session.local_session``) is not set.
 DEFAULT_MASTER = "local[*]"
-
-
-def _derby_url(metastore_dir: Path) -> str:
-    return f"jdbc:derby:;databaseName={metastore_dir};create=true"
+METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ class SessionPlan:
     Attributes:
         conf: Spark configuration, profile ``server_side_parameters`` already applied on
             top of the embedded defaults.
-        local_dir: Project-local folder holding the warehouse, metastore and ``derby.log``.
+        local_dir: Project-local folder holding the warehouse, the metastore's database and logs.
         state_root: Where streamjoin keeps its Delta state tables (a path or a URI).
     """
 
@@ -62,9 +59,11 @@ class SessionPlan:
         """Local Spark with a persistent Hive catalog under ``local_dir``.
 
         The defaults give a local master, no UI, adaptive shuffle sizes, a warehouse
-        in ``local_dir/warehouse`` and an embedded Derby metastore in
-        ``local_dir/metastore_db``. Any key in ``server_side_parameters`` wins, so the
-        same project can point ``spark.master`` or the warehouse at a cluster.
+        in ``local_dir/warehouse`` and the project's metastore service
+        (``streamjoin.metastore``: one catalog in ``local_dir/metastore_db`` that every
+        dbt process of the project shares). Any key in ``server_side_parameters`` wins, so
+        the same project can point ``spark.master``, the warehouse or the metastore
+        (``spark.hadoop.hive.metastore.uris``) elsewhere.
 
         >>> plan = SessionPlan.embedded(local_dir=Path("/p/.streamjoin"),
         ...     state_root="/p/.streamjoin/state", server_side_parameters={})
@@ -81,9 +80,6 @@ class SessionPlan:
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.catalogImplementation": "hive",
             "spark.sql.warehouse.dir": str(local_dir / "warehouse"),
-            "spark.hadoop.javax.jdo.option.ConnectionURL": _derby_url(local_dir / "metastore_db"),
-            # derby.log goes where derby.system.home points (else: the current directory).
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={local_dir}",
         }
         conf = {**defaults, **server_side_parameters}
         if conf["spark.master"].startswith("local"):
@@ -94,6 +90,13 @@ class SessionPlan:
             state_root=state_root,
             app_name=app_name,
         )
+
+    @property
+    def project_metastore(self) -> bool:
+        """Whether the session uses the project's metastore service: a Hive catalog for which
+        ``server_side_parameters`` name no metastore of their own (service or database)."""
+        return self.conf.get("spark.sql.catalogImplementation") == "hive" and not (
+            {METASTORE_URIS, "spark.hadoop.javax.jdo.option.ConnectionURL"} & self.conf.keys())
 
 
 _lock = threading.Lock()
@@ -136,6 +139,10 @@ def _start(plan: SessionPlan) -> "SparkSession":
 
     builder = SparkSession.builder
     conf = _with_log_settings(plan)
+    if plan.project_metastore:
+        from streamjoin import metastore
+
+        conf[METASTORE_URIS] = metastore.uri(plan.local_dir)
     for key, value in conf.items():
         builder = builder.config(key, value)
     if conf.get("spark.sql.catalogImplementation") == "hive":
