@@ -133,13 +133,13 @@ class StreamjoinModel:
         """The result table's rows, read from its live files (as the conformance runner does)."""
         from deltalake import DeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
-        from streamjoin.storage import delta_log
+        from streamjoin.storage import delta_log, file_reads
 
         path = self.tables.result
         schema = from_arrow_schema(pa.schema(DeltaTable(path).schema().to_arrow()))
         files = delta_log.data_files(path, delta_log.version(path))
         data = StructType([f for f in schema.fields if f.name != "_bucket"])
-        return plain(delta_log.read(self.spark, files, data))
+        return plain(file_reads.read(self.spark, files, data))
 
     def state_bytes(self) -> int:
         return folder_bytes(os.path.join(self.tables.home, "state"))

@@ -33,7 +33,6 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import sqlglot
-from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type
 from sqlglot import exp
@@ -47,7 +46,7 @@ from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUM
 from .sql.compiler import compile_sql
 from .sql import asof, windows
 from .sql.plan import Join, JoinPlan
-from .storage import delta_log, formats
+from .storage import delta_log, filesystem, formats
 from .storage.tables import ModelTables
 from .zset import q
 
@@ -85,7 +84,7 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     if full_refresh:
         if relation:  # first: dropping a view reads it, so its published folder must still be there
             _drop_views(spark, relation)
-        shutil.rmtree(tables.home, ignore_errors=True)
+        filesystem.delete_dir(tables.home)
     apply_runtime_defaults(spark)
     report = run_once(spark, plan, tables)
     if relation:
@@ -175,7 +174,7 @@ def _declared_type(column: Mapping[str, Any]) -> str | None:
 def _delta_schema(location: str) -> pa.Schema | None:
     if not delta_log.exists(location):
         return None
-    return pa.schema(DeltaTable(location).schema().to_arrow())
+    return pa.schema(delta_log.table(location).schema().to_arrow())
 
 
 def _spark_type(schema: pa.Schema, column: str, where: str, problems: list[str]) -> str:
@@ -236,7 +235,7 @@ def version_of_run(path: str, run_id: int) -> int | None:
     maintenance commits (no run) keep the data of the run before them."""
     if not delta_log.exists(path):
         return None
-    for entry in DeltaTable(path).history():
+    for entry in delta_log.table(path).history():
         run = entry.get("streamjoin.run")
         if run is None or int(run) <= run_id:
             return int(entry["version"])
@@ -374,7 +373,7 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
 
 def _files_select(tables: ModelTables, label: str, path: str, table_version: int, hidden: Sequence[str]) -> str:
     """A SELECT over one version's data files, via a folder of hard links to them."""
-    schema = pa.schema(DeltaTable(path, version=table_version).schema().to_arrow())
+    schema = pa.schema(delta_log.table(path, table_version).schema().to_arrow())
     names = [f.name for f in schema if f.name not in hidden]
     files = delta_log.data_files(path, table_version)
     if not files:

@@ -26,7 +26,7 @@ from .errors import StreamJoinError
 from .runtime.run import run_once
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .sql.compiler import compile_sql
-from .storage import delta_log, formats
+from .storage import delta_log, file_reads, formats
 from .storage.tables import ModelTables
 from .zset import col
 
@@ -110,14 +110,13 @@ class CaseRunner:
     def result(self) -> DataFrame:
         files = delta_log.data_files(self.tables.result, delta_log.version(self.tables.result))
         schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"])
-        return delta_log.read(self.spark, files, schema)
+        return file_reads.read(self.spark, files, schema)
 
     def _result_schema(self) -> StructType:
-        from deltalake import DeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
         import pyarrow as pa
 
-        return from_arrow_schema(pa.schema(DeltaTable(self.tables.result).schema().to_arrow()))
+        return from_arrow_schema(pa.schema(delta_log.table(self.tables.result).schema().to_arrow()))
 
     def changelog(self, run_id: int | None) -> list[tuple[str, tuple]]:
         if run_id is None or not delta_log.exists(self.tables.changelog):
@@ -125,7 +124,7 @@ class CaseRunner:
         files = delta_log.data_files(self.tables.changelog, delta_log.version(self.tables.changelog))
         schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"]
                             + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
-        df = delta_log.read(self.spark, files, schema).where(F.col(RUN_ID_COLUMN) == run_id).drop(RUN_ID_COLUMN)
+        df = file_reads.read(self.spark, files, schema).where(F.col(RUN_ID_COLUMN) == run_id).drop(RUN_ID_COLUMN)
         return [(r[-1], r[:-1]) for r in _collect(df)]
 
     def versions(self) -> dict[str, int | None]:

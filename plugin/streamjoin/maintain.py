@@ -7,18 +7,16 @@ start while a run holds it or a run is incomplete (its retry needs the versions 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from .errors import ModelBusyError
 from .retention import trim_changelog
 from .runtime import lease
 from .runtime.run import app_id
-from .storage import delta_log
+from .storage import delta_log, filesystem
 from .storage.tables import ModelTables
 
 
@@ -39,15 +37,15 @@ def check_complete(tables: ModelTables) -> None:
     last = delta_log.app_version(tables.runs, app) or 0
     ahead = [p for p in tables.all_tables() if (delta_log.app_version(p, app) or 0) > last]
     if ahead:
-        raise ModelBusyError(f"model '{tables.model}': run {last + 1} is incomplete ({os.path.relpath(ahead[0], tables.home)} "
+        raise ModelBusyError(f"model '{tables.model}': run {last + 1} is incomplete ({filesystem.relative(ahead[0], tables.home)} "
                              "committed it, the run log did not); run the model first so it completes")
 
 
 def maintain_table(path: str, tables: ModelTables, *, vacuum_hours: float, removed: int) -> TableMaintenance:
-    table = DeltaTable(path)
+    table = delta_log.table(path)
     compacted = table.optimize.compact(commit_properties=CommitProperties(custom_metadata={delta_log.OPERATION_KEY: "compact"}))
-    vacuumed = DeltaTable(path).vacuum(retention_hours=int(vacuum_hours), dry_run=False, enforce_retention_duration=False)
-    return TableMaintenance(os.path.relpath(path, tables.home), removed, int(compacted.get("numFilesRemoved", 0)),
+    vacuumed = delta_log.table(path).vacuum(retention_hours=int(vacuum_hours), dry_run=False, enforce_retention_duration=False)
+    return TableMaintenance(filesystem.relative(path, tables.home), removed, int(compacted.get("numFilesRemoved", 0)),
                             int(compacted.get("numFilesAdded", 0)), len(vacuumed))
 
 

@@ -13,8 +13,8 @@ Runs on delta-rs and pyarrow: no Spark.
 """
 from __future__ import annotations
 
+import io
 import json
-import os
 import time
 import uuid
 from collections import Counter
@@ -23,14 +23,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 
 from .runtime.run import app_id
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
-from .storage import delta_log
+from .storage import delta_log, filesystem
 from .storage.tables import ModelTables
 from .types import RowKind
 
@@ -40,16 +38,17 @@ _WEIGHT = "__weight"
 def trim_changelog(tables: ModelTables, keep_runs: int) -> int:
     """Replace the changelog's files that hold only changes of runs older than the last `keep_runs`
     by their net change (see the module docstring); how many files were removed."""
-    table = DeltaTable(tables.changelog)
+    table = delta_log.table(tables.changelog)
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
     last = delta_log.app_version(tables.runs, app_id(tables.model)) or 0
     column = f"max.{RUN_ID_COLUMN}"
     old = [a for a in actions if a.get(column) is not None and a[column] <= last - keep_runs]
     if not old:
         return 0
-    root = delta_log.local_path(table.table_uri).rstrip("/")
+    root = delta_log.root_of(tables.changelog)
     schema = pa.schema(table.schema().to_arrow())
-    files = (ds.dataset(os.path.join(root, a["path"]), schema=schema, format="parquet").to_table() for a in old)
+    files = (pq.read_table(io.BytesIO(filesystem.read_bytes(filesystem.join(root, a["path"]))), schema=schema)
+             for a in old)
     net = net_change(files, schema=schema, run_id=max(a[column] for a in old))
     now = int(time.time() * 1000)
     removes: list[AddAction | RemoveAction] = [
@@ -108,12 +107,13 @@ def _write(rows: pa.Table, root: str, *, tag: str) -> AddAction:
     file back: the row count, and the range of the row kinds and run ids (the other columns'
     statistics are left out, as Delta allows)."""
     rel = f"{tag}-{uuid.uuid4().hex[:12]}.parquet"
-    full = os.path.join(root, rel)
-    pq.write_table(rows, full)
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer)
+    filesystem.write_bytes(filesystem.join(root, rel), buffer.getvalue())
     known = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
     stats = {"numRecords": rows.num_rows,
              "minValues": {c: pc.min(rows[c]).as_py() for c in known},
              "maxValues": {c: pc.max(rows[c]).as_py() for c in known},
              "nullCount": {c: rows[c].null_count for c in known}}
-    return AddAction(path=rel, size=os.path.getsize(full), partition_values={}, modification_time=int(time.time() * 1000),
+    return AddAction(path=rel, size=len(buffer.getvalue()), partition_values={}, modification_time=int(time.time() * 1000),
                      data_change=False, stats=json.dumps(stats))

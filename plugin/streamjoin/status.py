@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import AbstractSet, Any, Sequence
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
 from .errors import ConfigError
+from .storage import delta_log
 from .storage.tables import ModelTables
 
 MAX_DEPTH = 4  # how deep below PATH to look for models (project/.streamjoin/state/<schema>/<model>)
@@ -53,7 +53,7 @@ class TableSize:
 
 
 def table_size(tables: ModelTables, path: str) -> TableSize:
-    table = DeltaTable(path)
+    table = delta_log.table(path)
     actions = pa.table(table.get_add_actions(flatten=True))
     rows = sum(n or 0 for n in actions.column("num_records").to_pylist()) if actions.num_rows else 0
     size = sum(actions.column("size_bytes").to_pylist()) if actions.num_rows else 0
@@ -62,7 +62,7 @@ def table_size(tables: ModelTables, path: str) -> TableSize:
 
 def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:
     """The last `limit` complete runs from the run log, newest first, as flat figures."""
-    log = DeltaTable(tables.runs).to_pyarrow_table().to_pylist()
+    log = delta_log.table(tables.runs).to_pyarrow_table().to_pylist()
     out = []
     for row in sorted(log, key=lambda r: r["run_id"], reverse=True)[:limit]:
         manifest, metrics = json.loads(row["manifest"]), json.loads(row["metrics"] or "{}")

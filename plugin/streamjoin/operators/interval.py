@@ -52,7 +52,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from ..errors import InputError
 from ..row_errors import retraction_examples
 from ..sql.plan import Join, JoinPlan, Scan, TimeBound
-from ..storage import delta_log
+from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
@@ -170,7 +170,7 @@ class IntervalState:
             return any((lo is None or hi_s >= lo) and (hi is None or lo_s <= hi) for lo, hi in ranges)
 
         files = [f for f in self.files if wanted(self._slice(f))]
-        return delta_log.read(spark, files, self.stored_schema)
+        return file_reads.read(spark, files, self.stored_schema)
 
     def stage(self, appends: DataFrame, alive_from: int | None, writer: RunWriter) -> FileActions:
         """Stage appended rows (with their slice); remove the slices wholly behind `alive_from`."""

@@ -16,14 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
+import posixpath
 import time
 from contextlib import contextmanager
 from functools import reduce
 from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
-from deltalake import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -79,7 +78,7 @@ def row_checks(spec: InputSpec, changes: DataFrame) -> list[tuple[Column, str]]:
 
 
 def _table_id(path: str) -> str:
-    return DeltaTable(path).metadata().id
+    return delta_log.table(path).metadata().id
 
 
 #: Settings a run's Spark plans need: no broadcast joins (each broadcast is a Spark job of its own;
@@ -262,7 +261,7 @@ class Run:
                 spark_jobs = jobs.jobs()
             with phases("count"):
                 written = {w.path: w.actions.result() for w in staged}
-                state_rows = {os.path.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
+                state_rows = {posixpath.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
                               for p in sorted(set(self.tables.state_tables()) | set(written))
                               if p not in (self.tables.changelog, self.tables.result, self.tables.late_rows)}
                 rows_out = result.counted()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from . import delta_log
+from . import delta_log, file_reads
 from .writes import RunWriter, StagedWrite
 
 COMPACT_AT = 8  # files in the table that make a run rewrite it with its live rows
@@ -26,7 +26,7 @@ class AppendedTable:
         self.files = delta_log.data_files(path, version)
 
     def rows(self, spark: SparkSession) -> DataFrame:
-        return delta_log.read(spark, self.files, self.schema)
+        return file_reads.read(spark, self.files, self.schema)
 
     def stage(self, writer: RunWriter, appends: DataFrame, live: DataFrame,
               metadata: dict[str, str] | None = None) -> StagedWrite:

@@ -1,4 +1,5 @@
-"""The Delta I/O layer: Spark writes and reads Parquet data files, delta-rs owns the log.
+"""The Delta I/O layer: delta-rs owns the log; data files are written and read in Spark tasks (see
+`writes` and `file_reads`).
 
 Every commit of a run carries an idempotent app transaction (`streamjoin:<model>`, version =
 run id) and the run's manifest in its commit info, so a retried run can tell which tables it
@@ -6,55 +7,56 @@ already committed and with which input offsets.
 """
 from __future__ import annotations
 
+import io
 import json
-import os
 import time
 import uuid
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any, Iterator, Mapping, Sequence
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction, create_table_with_add_actions
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from ..errors import ConcurrentRunError, InputError
-from ..zset import col
+from . import filesystem
 from .file_stats import file_stats
+from .filesystem import local_path
 
 MANIFEST_KEY = "streamjoin.manifest"
 #: Commit info naming a maintenance operation ("retention", "compact"); a retention commit's removes trim history.
 OPERATION_KEY = "streamjoin.operation"
 
 
-def local_path(uri: str) -> str:
-    """A filesystem path for a local table URI or path."""
-    if uri.startswith("file:"):
-        return unquote(urlparse(uri).path)
-    return uri
+def table(path: str, table_version: int | None = None) -> DeltaTable:
+    """The Delta table at `path` (latest, or at `table_version`), with its location's storage options."""
+    return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
+
+
+def root_of(path: str) -> str:
+    """The table's root as its data files are named under it: a plain path for a local table, else its URI."""
+    return local_path(table(path).table_uri).rstrip("/")
 
 
 def exists(path: str) -> bool:
-    return DeltaTable.is_deltatable(path)
+    return DeltaTable.is_deltatable(path, storage_options=filesystem.options_for(path) or None)
 
 
 def version(path: str) -> int | None:
     """The table's latest version, or None when there is no table yet."""
-    return DeltaTable(path).version() if exists(path) else None
+    return table(path).version() if exists(path) else None
 
 
 def app_version(path: str, app_id: str) -> int | None:
     """The last run id this app committed to the table (Delta `txn` action)."""
-    return DeltaTable(path).transaction_version(app_id) if exists(path) else None
+    return table(path).transaction_version(app_id) if exists(path) else None
 
 
 def latest_metadata(path: str, key: str, table_version: int | None = None) -> str | None:
@@ -66,7 +68,7 @@ def latest_metadata(path: str, key: str, table_version: int | None = None) -> st
         table_version = version(path)
         if table_version is None:
             return None
-    dt = DeltaTable(path)
+    dt = table(path)
     depth = dt.version() - table_version + 1
     while True:
         entries = dt.history(depth)
@@ -120,7 +122,7 @@ def _listing(path: str, table_version: int) -> tuple[DataFile, ...]:
     cache = _listings.get()
     if cache is not None and (path, table_version) in cache:
         return cache[(path, table_version)]
-    dt = DeltaTable(path, version=table_version)
+    dt = table(path, table_version)
     root = dt.table_uri.rstrip("/")
     out = []
     for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
@@ -147,41 +149,18 @@ def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
     return stats
 
 
-def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
-    """Read data files with Spark under a known schema (no inference, no partition discovery).
-
-    Columns of `schema` that are partition columns of the files get each file's partition value."""
-    if not files:
-        return spark.createDataFrame([], schema)
-    partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
-    if not partitioned:
-        return spark.read.schema(schema).parquet(*[f.uri for f in files])
-    groups: dict[tuple, list[str]] = {}
-    for d in files:
-        groups.setdefault(tuple(d.partition.get(f.name) for f in partitioned), []).append(d.uri)
-    names = {f.name for f in partitioned}
-    in_files = StructType([f for f in schema.fields if f.name not in names])
-    frames = []
-    for values, uris in groups.items():
-        by_name = {f.name: v for f, v in zip(partitioned, values)}
-        rows = spark.read.schema(in_files).parquet(*uris)
-        frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
-                                    else col(f.name) for f in schema.fields]))
-    return reduce(DataFrame.unionByName, frames)
-
-
 def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iterator[tuple[int, str, DataFile, bool]]:
     """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log.
 
     The removes of a retention commit (`python -m streamjoin maintain`) trim history: no data change."""
-    root = local_path(DeltaTable(path).table_uri).rstrip("/")
+    root = root_of(path)
     for v in range(start_exclusive + 1, end + 1):
-        log = os.path.join(root, "_delta_log", f"{v:020d}.json")
-        if not os.path.exists(log):
+        try:
+            text = filesystem.read_bytes(filesystem.join(root, "_delta_log", f"{v:020d}.json")).decode("utf-8")
+        except FileNotFoundError:
             raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
-                             input_name=what)
-        with open(log, encoding="utf-8") as fh:
-            actions = [json.loads(line) for line in fh if line.strip()]
+                             input_name=what) from None
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         retention = any(a.get("commitInfo", {}).get(OPERATION_KEY) == "retention" for a in actions)
         for action in actions:
             for kind in ("add", "remove", "cdc"):
@@ -189,7 +168,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
                     a = action[kind]
                     rel = unquote(a["path"])
                     stats = json.loads(a["stats"]) if a.get("stats") else None
-                    yield v, kind, DataFile(uri=rel if rel.startswith("/") else f"{root}/{rel}",
+                    yield v, kind, DataFile(uri=rel if rel.startswith("/") or "://" in rel else f"{root}/{rel}",
                                             partition=a.get("partitionValues") or {},
                                             num_records=int((stats or {}).get("numRecords") or 0), version=v,
                                             stats=stats, size=int(a.get("size") or 0)), bool(a.get("dataChange", True)) and not retention
@@ -225,7 +204,7 @@ def changed_between(path: str, start_exclusive: int, end: int, *, what: str) -> 
         cdc = [e for e in entries if e[0] == "cdc"]
         out.extend(cdc or entries)
     for kind, f in out:
-        if kind == "remove" and not os.path.exists(f.uri):
+        if kind == "remove" and not filesystem.exists(f.uri):
             raise InputError(f"{f.uri}, deleted from {path} in version {f.version}, was vacuumed before this model "
                              "read it; run with --full-refresh", input_name=what)
     return out
@@ -238,17 +217,17 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def write_small(table: pa.Table, path: str, *, tag: str) -> list[AddAction]:
+def write_small(rows: pa.Table, path: str, *, tag: str) -> list[AddAction]:
     """Write a few rows of bookkeeping (never user data) as one Parquet file; commit nothing."""
     import pyarrow.parquet as pq
 
-    root = local_path(path)
     rel = f"data/{tag}-{uuid.uuid4().hex[:12]}.parquet"
-    os.makedirs(os.path.join(root, "data"), exist_ok=True)
-    full = os.path.join(root, rel)
-    pq.write_table(table, full)
-    return [AddAction(path=rel, size=os.path.getsize(full), partition_values={},
-                      modification_time=int(time.time() * 1000), data_change=True, stats=json.dumps(file_stats(pq.read_metadata(full))))]
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer)
+    data = buffer.getvalue()
+    filesystem.write_bytes(filesystem.join(path, rel), data)
+    return [AddAction(path=rel, size=len(data), partition_values={}, modification_time=int(time.time() * 1000),
+                      data_change=True, stats=json.dumps(file_stats(pq.read_metadata(io.BytesIO(data)))))]
 
 
 def table_bytes(path: str, table_version: int | None) -> int:
@@ -258,7 +237,9 @@ def table_bytes(path: str, table_version: int | None) -> int:
 
 def rows_after(path: str, table_version: int | None, actions: Sequence[AddAction | RemoveAction]) -> int:
     """How many rows the table's live files hold once `actions` are committed on `table_version`."""
-    live = {os.path.relpath(f.uri, local_path(path)): f.num_records for f in data_files(path, table_version)}
+    files = data_files(path, table_version)
+    root = root_of(path) if files else ""
+    live = {filesystem.relative(f.uri, root): f.num_records for f in files}
     removed = sum(live.get(a.path, 0) for a in actions if isinstance(a, RemoveAction))
     return sum(live.values()) - removed + added_rows(actions)
 
@@ -272,9 +253,9 @@ def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
     """RemoveActions for live files (used when a table's rows are rewritten)."""
     if not files:
         return []
-    root = local_path(DeltaTable(path).table_uri).rstrip("/")
+    root = root_of(path)
     now = int(time.time() * 1000)
-    return [RemoveAction(path=os.path.relpath(f.uri, root), data_change=True, deletion_timestamp=now,
+    return [RemoveAction(path=filesystem.relative(f.uri, root), data_change=True, deletion_timestamp=now,
                          partition_values=dict(f.partition)) for f in files]
 
 
@@ -292,14 +273,16 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
     delta_schema = DeltaSchema.from_arrow(arrow_schema(schema))
     try:
         if read_version is None or (read_version == "latest" and not exists(path)):
-            os.makedirs(local_path(path), exist_ok=True)
+            if filesystem.is_local(path):
+                filesystem.make_dirs(path)
             adds = [a for a in actions if isinstance(a, AddAction)]
             create_table_with_add_actions(local_path(path), delta_schema, adds, mode="error",
                                           partition_by=list(partition_by) or None,
+                                          storage_options=filesystem.options_for(path) or None,
                                           commit_properties=props, post_commithook_properties=hooks)
             return
-        table = DeltaTable(path) if read_version == "latest" else DeltaTable(path, version=int(read_version))
-        table.create_write_transaction(list(actions), mode="append", schema=delta_schema,
+        target = table(path) if read_version == "latest" else table(path, int(read_version))
+        target.create_write_transaction(list(actions), mode="append", schema=delta_schema,
                                        partition_by=list(partition_by) or None,
                                        commit_properties=props, post_commithook_properties=hooks)
     except (CommitFailedError, DeltaError) as exc:

@@ -14,7 +14,7 @@ whole files.
 from __future__ import annotations
 
 from functools import reduce
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -22,9 +22,34 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from .delta_log import DataFile, arrow_schema
+from .filesystem import is_local, options_for
 
 URI = "_uri"
 KEYS = "_keys"
+
+
+def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
+    """Read data files under a known schema (no inference, no partition discovery): with Spark's
+    Parquet scan where they are local, else with `read_files` (Spark has no connector of its own for
+    object stores here: no Hadoop cloud connector can be installed).
+
+    Columns of `schema` that are partition columns of the files get each file's partition value."""
+    if not files:
+        return spark.createDataFrame([], schema)
+    partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
+    names = {f.name for f in partitioned}
+    in_files = StructType([f for f in schema.fields if f.name not in names])
+    groups: dict[tuple, list[DataFile]] = {}
+    for d in files:
+        groups.setdefault(tuple(d.partition.get(f.name) for f in partitioned), []).append(d)
+    frames = []
+    for values, group in groups.items():
+        by_name = {f.name: v for f, v in zip(partitioned, values)}
+        rows = spark.read.schema(in_files).parquet(*[d.uri for d in group]) if all(is_local(d.uri) for d in group) \
+            else read_files(spark, group, in_files)
+        frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
+                                    else F.col(f.name) for f in schema.fields]) if names else rows)
+    return reduce(DataFrame.unionByName, frames)
 
 
 def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
@@ -32,7 +57,8 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     Parquet scan of many files lists them in a job of its own)."""
     if not files:
         return spark.createDataFrame([], schema)
-    return read_listed(spark.createDataFrame([(f.uri,) for f in files], f"{URI} string"), schema)
+    return read_listed(spark.createDataFrame([(f.uri,) for f in files], f"{URI} string"), schema,
+                       options_for(files[0].uri))
 
 
 def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
@@ -44,9 +70,10 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
     if not files:
         return spark.createDataFrame([], schema)
     if not keys:
-        return read_listed(choose(spark, files, column=column, wanted=wanted), schema)
+        return read_listed(choose(spark, files, column=column, wanted=wanted), schema, options_for(files[0].uri))
     per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
-    return read_listed(_listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema)
+    return read_listed(_listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema,
+                       options_for(files[0].uri))
 
 
 def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wanted: DataFrame) -> DataFrame:
@@ -59,22 +86,24 @@ def _listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> Dat
     return spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
 
 
-def read_listed(listing: DataFrame, schema: StructType) -> DataFrame:
-    """The rows (`schema`) of the files a frame of URIs (column `URI`, and maybe `KEYS`) lists."""
-    return listing.mapInArrow(_reader(arrow_schema(schema)), schema)
+def read_listed(listing: DataFrame, schema: StructType, options: Mapping[str, str] | None = None) -> DataFrame:
+    """The rows (`schema`) of the files a frame of URIs (column `URI`, and maybe `KEYS`) lists, read
+    with the storage options of their location."""
+    return listing.mapInArrow(_reader(arrow_schema(schema), dict(options or {})), schema)
 
 
-def _reader(schema: pa.Schema):
+def _reader(schema: pa.Schema, options: dict[str, str]):
     """The function each task runs over its batches of file URIs (and wanted keys)."""
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.fs as pafs
         import pyarrow.parquet as pq
+
+        from .filesystem import filesystem
 
         for batch in batches:
             keys = batch.column(KEYS) if KEYS in batch.schema.names else None
             for i, uri in enumerate(batch.column(URI).to_pylist()):
-                filesystem, path = pafs.FileSystem.from_uri(uri) if "://" in uri else (pafs.LocalFileSystem(), uri)
-                table = pq.read_table(path, filesystem=filesystem, columns=schema.names).cast(schema)
+                fs, path = filesystem(uri, options)
+                table = pq.read_table(path, filesystem=fs, columns=schema.names).cast(schema)
                 if keys is not None:
                     table = rows_with_keys(table, pa.Table.from_struct_array(keys[i].values))
                 yield from table.to_batches()

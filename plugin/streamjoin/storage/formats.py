@@ -30,7 +30,7 @@ from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, Stru
 from ..spec import InputSpec
 from ..types import RowKind
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
-from . import delta_log
+from . import delta_log, file_reads
 from .delta_log import DataFile
 
 ORDER = "_order"  # upsert: (commit version, file, row) of a row, to order a key's versions
@@ -88,7 +88,7 @@ def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: i
         files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
         return Changes(_upserts(spark, spec, files), bytes=sum(f.size for f in files))
     files = delta_log.added_between(path, start, end, what=name)
-    rows = delta_log.read(spark, files, file_schema(spec))
+    rows = file_reads.read(spark, files, file_schema(spec))
     if fmt == "append":
         return Changes(rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value)), _count(files), True,
                        sum(f.size for f in files))
@@ -115,19 +115,19 @@ def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
 def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
     data = data_schema(spec)
     if start is None:  # the first run reads the table as it is: every row an insert
-        return delta_log.read(spark, delta_log.data_files(spec.location, end), data).withColumn(
+        return file_reads.read(spark, delta_log.data_files(spec.location, end), data).withColumn(
             spec.op_column, F.lit(RowKind.INSERT.value))
     entries = delta_log.changed_between(spec.location, start, end, what=spec.name)
     frames = []
     cdc = [f for kind, f in entries if kind == "cdc"]
     if cdc:
-        rows = delta_log.read(spark, cdc, StructType(list(data.fields) + [StructField(CHANGE_TYPE, StringType())]))
+        rows = file_reads.read(spark, cdc, StructType(list(data.fields) + [StructField(CHANGE_TYPE, StringType())]))
         kind = F.create_map(*[x for k, v in CDF_KINDS.items() for x in (F.lit(k), F.lit(v.value))])[col(CHANGE_TYPE)]
         frames.append(rows.select(*[col(c) for c in data.names], kind.alias(spec.op_column)))
     for action, row_kind in (("add", RowKind.INSERT), ("remove", RowKind.DELETE)):
         files = [f for kind, f in entries if kind == action]
         if files:
-            frames.append(delta_log.read(spark, files, data).withColumn(spec.op_column, F.lit(row_kind.value)))
+            frames.append(file_reads.read(spark, files, data).withColumn(spec.op_column, F.lit(row_kind.value)))
     if not frames:
         return spark.createDataFrame([], changelog_schema(spec))
     return reduce(DataFrame.unionByName, frames)
@@ -165,7 +165,7 @@ def bad_rows_message(spec: InputSpec) -> str:
 
 def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) -> DataFrame:
     """Upsert rows with their row kind (+U, or -D when deleted) and their `ORDER` in the log."""
-    rows = delta_log.read(spark, files, file_schema(spec))
+    rows = file_reads.read(spark, files, file_schema(spec))
     if files:
         ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
                                          "_file string, _ordinal long")

@@ -19,6 +19,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .file_stats import file_stats
+from .filesystem import filesystem as storage_filesystem
 from .writes import NOTE, TARGET, VALUE, TargetSpec
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -38,7 +39,7 @@ def _partition_folder(values: dict[str, str | None]) -> str:
 
 
 def _open(spec: TargetSpec, values: dict[str, str | None], schema: pa.Schema, task: int) -> _OpenFile:
-    filesystem, root = pafs.FileSystem.from_uri(spec.root) if "://" in spec.root else (pafs.LocalFileSystem(), spec.root)
+    filesystem, root = storage_filesystem(spec.root, dict(spec.options))
     folder = "/".join(p for p in (spec.folder, _partition_folder(values) if spec.partition_by else "") if p)
     relative = f"{folder}/part-{task:05d}-{uuid.uuid4().hex[:16]}.parquet"
     full = f"{root.rstrip('/')}/{relative}"

@@ -20,7 +20,7 @@ from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, consolidate, to_changelog
-from . import delta_log, file_reads, state
+from . import delta_log, file_reads, filesystem, state
 from .tables import ModelTables
 from .writes import FileActions, RunWriter, StagedWrite
 
@@ -164,9 +164,9 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
     bucketed = [f for f in files if f.partition[BUCKET] is not None]
     chosen = file_reads.choose(spark, bucketed, column=BUCKET, wanted=change.where(col(WEIGHT) < 0)) \
         if bucketed else None
-    old = delta_log.read(spark, level0, schema)
+    old = file_reads.read(spark, level0, schema)
     if chosen is not None:
-        old = old.unionByName(file_reads.read_listed(chosen, schema))
+        old = old.unionByName(file_reads.read_listed(chosen, schema, filesystem.options_for(path)))
     merged = (old.withColumn(BUCKET, row_bucket).select(*[col(c) for c in names], col(BUCKET),
                                                          F.lit(1).cast("long").alias(WEIGHT))
               .unionByName(change)

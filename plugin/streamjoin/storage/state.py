@@ -24,7 +24,7 @@ from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongTy
                                StructType, TimestampNTZType, TimestampType)
 
 from ..zset import WEIGHT, col
-from . import delta_log
+from . import delta_log, file_reads
 from .file_reads import read_chosen
 from .writes import FileActions, RunWriter
 
@@ -109,11 +109,11 @@ class StateTable:
         """
         files = delta_log.data_files(self.path, self.version)
         if touched is None:
-            return with_keys(delta_log.read(spark, files, self.stored_schema))
+            return with_keys(file_reads.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
         chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched,
                              keys=list(zip(self.key_columns, self.file_keys)))
-        rows = with_keys(delta_log.read(spark, level0(files), self.stored_schema).unionByName(chosen))
+        rows = with_keys(file_reads.read(spark, level0(files), self.stored_schema).unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
         for k in self.key_columns:
@@ -139,7 +139,7 @@ class StateTable:
         if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
         old_files = unbucketed + [f for f in bucketed if int(f.partition[BUCKET]) in crowded]
-        old = delta_log.read(spark, old_files, self.stored_schema).withColumn(
+        old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
         data = [f.name for f in self.schema.fields]

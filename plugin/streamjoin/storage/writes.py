@@ -26,6 +26,8 @@ from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import StructType
 
+from .filesystem import options_for
+
 
 Action = AddAction | RemoveAction
 TARGET = "_target"
@@ -75,6 +77,7 @@ class TargetSpec:
     names: tuple[str, ...]  # their names in the table
     partition_by: tuple[str, ...]  # columns whose values make the files' partition folders
     partition: tuple[tuple[str, str | None], ...]  # fixed partition values of every file
+    options: tuple[tuple[str, str], ...] = ()  # the root's storage options (see `storage.filesystem`)
 
 
 @dataclass
@@ -106,7 +109,8 @@ class RunWriter:
         names = tuple(df.columns)
         spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}",
                           wide=tuple(f"_t{i}_{j}" for j in range(len(names))), names=names,
-                          partition_by=tuple(partition_by), partition=tuple((partition or {}).items()))
+                          partition_by=tuple(partition_by), partition=tuple((partition or {}).items()),
+                          options=tuple(options_for(path).items()))
         target = _Target(spec, df)
         self.targets.append(target)
         return FileActions([target.done])

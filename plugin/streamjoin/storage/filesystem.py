@@ -1,0 +1,147 @@
+"""Every file operation on table data, for any table location: a plain path, a `file://` URI or
+an object store (`s3://`, `gs://`, `abfss://`, ...), through pyarrow's filesystem for that URI.
+
+Tables are Delta tables, so most operations go through delta-rs; what remains (the JSON log of a
+version, a small bookkeeping file, a model's folders and markers) goes through here, never
+through `os`, `open` or `shutil`, so the driver works on an object store as on a local disk.
+
+Credentials and endpoints are *storage options*, delta-rs's names for them (`AWS_ENDPOINT_URL`,
+`AWS_ACCESS_KEY_ID`, `AWS_REGION`, `AWS_ALLOW_HTTP`, `conditional_put`, ...). They are registered
+per location prefix (`register`) by whoever knows them (a profile, an input declaration), looked up
+for each URI (`options_for`), and travel with the work to the executors (`filesystem` takes them
+explicitly). Unregistered locations use the environment, as both delta-rs and pyarrow do.
+
+>>> join("s3://lake/models", "m", "state")
+'s3://lake/models/m/state'
+>>> relative("file:///data/t/data/f.parquet", "file:///data/t")
+'data/f.parquet'
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import Mapping
+from urllib.parse import unquote, urlparse
+
+import pyarrow.fs as pafs
+
+#: Storage options per location prefix (see `register`).
+_OPTIONS: dict[str, dict[str, str]] = {}
+
+
+def register(prefix: str, options: Mapping[str, str] | None) -> None:
+    """Use `options` for every location under `prefix` (the longest registered prefix wins)."""
+    if options:
+        _OPTIONS[prefix.rstrip("/")] = {str(k): str(v) for k, v in options.items()}
+
+
+def options_for(uri: str) -> dict[str, str]:
+    """The storage options registered for the location `uri` is in (empty: use the environment)."""
+    best = max((p for p in _OPTIONS if uri == p or uri.startswith(p + "/")), key=len, default=None)
+    return dict(_OPTIONS[best]) if best is not None else {}
+
+
+def is_local(uri: str) -> bool:
+    """True for a plain path or a `file:` URI."""
+    return "://" not in uri or uri.startswith("file:")
+
+
+def local_path(uri: str) -> str:
+    """The path of a plain path or `file:` URI on this machine's filesystem (other URIs unchanged)."""
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def join(uri: str, *parts: str) -> str:
+    """`uri` with path parts appended (with `/`, for paths and URIs alike)."""
+    return posixpath.join(uri, *parts)
+
+
+def relative(uri: str, root: str) -> str:
+    """The path of `uri` relative to `root` (both as a table's files and root name them)."""
+    path, base = local_path(uri), local_path(root).rstrip("/")
+    if not path.startswith(base + "/"):
+        raise ValueError(f"{uri} is not under {root}")
+    return path[len(base) + 1:]
+
+
+def filesystem(uri: str, options: Mapping[str, str] | None = None) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's filesystem for `uri` and the path on it; `options` as `options_for` gives them
+    (executors get them passed, since the registry lives on the driver)."""
+    if is_local(uri):
+        return pafs.LocalFileSystem(), local_path(uri)
+    parsed = urlparse(uri)
+    opts = {k.lower(): v for k, v in (options if options is not None else options_for(uri)).items()}
+    if parsed.scheme in ("s3", "s3a") and opts:
+        endpoint = opts.get("aws_endpoint_url") or opts.get("aws_endpoint") or opts.get("endpoint")
+        scheme = "https"
+        if endpoint and "://" in endpoint:
+            scheme, endpoint = endpoint.split("://", 1)
+        fs = pafs.S3FileSystem(access_key=opts.get("aws_access_key_id"), secret_key=opts.get("aws_secret_access_key"),
+                               session_token=opts.get("aws_session_token"),
+                               region=opts.get("aws_region") or opts.get("region"),
+                               endpoint_override=endpoint, scheme=scheme)
+        return fs, f"{parsed.netloc}{parsed.path}".rstrip("/")
+    return pafs.FileSystem.from_uri(uri)
+
+
+def exists(uri: str) -> bool:
+    fs, path = filesystem(uri)
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def is_dir(uri: str) -> bool:
+    """True for a folder (on an object store: a prefix that holds objects)."""
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        return True
+    return not is_local(uri) and bool(fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)))
+
+
+def list_names(uri: str) -> list[str]:
+    """The names of the entries of a folder, sorted (none when it does not exist)."""
+    fs, path = filesystem(uri)
+    entries = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(posixpath.basename(e.path.rstrip("/")) for e in entries)
+
+
+def read_bytes(uri: str) -> bytes:
+    fs, path = filesystem(uri)
+    with fs.open_input_stream(path) as stream:
+        return stream.read()
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    """Write a whole file (its folder is created if needed)."""
+    fs, path = filesystem(uri)
+    fs.create_dir(posixpath.dirname(path), recursive=True)
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+
+
+def size(uri: str) -> int:
+    fs, path = filesystem(uri)
+    return fs.get_file_info(path).size
+
+
+def make_dirs(uri: str) -> None:
+    """Create a folder and its parents (nothing to do on an object store, which has no folders)."""
+    fs, path = filesystem(uri)
+    fs.create_dir(path, recursive=True)
+
+
+def delete_file(uri: str) -> None:
+    """Delete a file; one already gone is fine."""
+    fs, path = filesystem(uri)
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        pass
+
+
+def delete_dir(uri: str) -> None:
+    """Delete a folder and everything under it; one already gone is fine."""
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type != pafs.FileType.NotFound or not is_local(uri):
+        try:
+            fs.delete_dir(path)
+        except FileNotFoundError:
+            pass
