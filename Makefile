@@ -9,6 +9,7 @@ FLINK_LOCK := tests/flink_oracle/requirements-flink.lock
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
 BENCH_STAMP := $(VENV)/.bench-installed
+TEST_STAMP := $(VENV)/.test-installed
 
 .PHONY: setup flink-setup test demo cluster-demo conformance bench bench-full clean
 
@@ -33,11 +34,15 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 
 # Spark runs of small tests are latency-bound, so three test processes share the two cores. Each takes
 # whole modules in collection order, the longest first (tests/conftest.py), not by their number of tests.
-test: setup flink-setup $(BENCH_STAMP)
+test: setup flink-setup $(BENCH_STAMP) $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=40 tests
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json
+
+$(TEST_STAMP): tests/requirements-test.txt $(STAMP)
+	$(BIN)/pip install --quiet -r tests/requirements-test.txt
+	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): bench/requirements-bench.txt $(STAMP)
 	$(BIN)/pip install --quiet -r bench/requirements-bench.txt

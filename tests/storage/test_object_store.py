@@ -1,0 +1,102 @@
+"""The storage layer on an S3-compatible object store (moto on 127.0.0.1): delta-rs commits, log
+reads, app transactions and conflicts, bookkeeping files, a model's folders and markers, and a
+whole model run whose tables all live in the bucket."""
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from scenario import Scenario, delete, insert, update_after, update_before
+from streamjoin.errors import ConcurrentRunError, ModelBusyError
+from streamjoin.runtime import lease
+from streamjoin.storage import delta_log, filesystem
+from streamjoin.storage.tables import ModelTables
+
+SCHEMA = StructType([StructField("k", IntegerType()), StructField("v", IntegerType())])
+
+
+def rows(*pairs: tuple[int, int]) -> pa.Table:
+    return pa.table({"k": pa.array([p[0] for p in pairs], pa.int32()), "v": pa.array([p[1] for p in pairs], pa.int32())})
+
+
+def test_commits_log_reads_and_app_transactions_work_on_the_object_store(s3_lake):
+    path = filesystem.join(s3_lake, f"t-{uuid.uuid4().hex[:8]}")
+    assert not delta_log.exists(path) and delta_log.version(path) is None
+    first = delta_log.write_small(rows((1, 10), (2, 20)), path, tag="r1")
+    delta_log.commit(path, first, SCHEMA, app_id="streamjoin:m", run_id=1, metadata={delta_log.MANIFEST_KEY: "one"},
+                     read_version=None)
+    second = delta_log.write_small(rows((3, 30)), path, tag="r2")
+    delta_log.commit(path, second, SCHEMA, app_id="streamjoin:m", run_id=2, metadata={delta_log.MANIFEST_KEY: "two"},
+                     read_version=0)
+
+    assert delta_log.version(path) == 1
+    assert delta_log.app_version(path, "streamjoin:m") == 2
+    assert delta_log.latest_metadata(path, delta_log.MANIFEST_KEY) == "two"
+    assert delta_log.latest_metadata(path, delta_log.MANIFEST_KEY, 0) == "one"
+    files = delta_log.data_files(path, 1)
+    assert sorted(f.num_records for f in files) == [1, 2]
+    assert all(f.uri.startswith(path + "/data/r") for f in files), files
+    added = delta_log.added_between(path, 0, 1, what="t")
+    assert [f.num_records for f in added] == [1] and added[0].uri == path + "/" + second[0].path
+    assert delta_log.table_bytes(path, 1) == sum(filesystem.size(f.uri) for f in files)
+    removes = delta_log.remove_actions([f for f in files if f.num_records == 2], path)
+    assert [r.path for r in removes] == [first[0].path]
+    assert delta_log.rows_after(path, 1, removes) == 1
+
+
+def test_of_two_commits_on_one_version_only_one_lands(s3_lake):
+    path = filesystem.join(s3_lake, f"t-{uuid.uuid4().hex[:8]}")
+    delta_log.commit(path, delta_log.write_small(rows((1, 1)), path, tag="r1"), SCHEMA, app_id="a", run_id=1,
+                     metadata={}, read_version=None)
+    delta_log.commit(path, delta_log.write_small(rows((2, 2)), path, tag="r2"), SCHEMA, app_id="a", run_id=2,
+                     metadata={}, read_version=0)
+    with pytest.raises(ConcurrentRunError):
+        delta_log.commit(path, delta_log.write_small(rows((3, 3)), path, tag="r2"), SCHEMA, app_id="a", run_id=2,
+                         metadata={}, read_version=0)
+    assert delta_log.version(path) == 1
+    assert sorted(f.num_records for f in delta_log.data_files(path, 1)) == [1, 1]
+    with pytest.raises(ConcurrentRunError):  # creating a table that another writer created
+        delta_log.commit(path, [], SCHEMA, app_id="a", run_id=1, metadata={}, read_version=None)
+    assert delta_log.version(path) == 1
+
+
+def test_a_models_folders_and_markers_live_in_the_bucket(s3_lake):
+    tables = ModelTables(filesystem.join(s3_lake, f"models-{uuid.uuid4().hex[:8]}"), "m")
+    assert tables.state_tables() == []
+    for name in ("j1_right", "j1_left"):
+        path = tables.state(name)
+        delta_log.commit(path, delta_log.write_small(rows((1, 1)), path, tag="r1"), SCHEMA, app_id="a", run_id=1,
+                         metadata={}, read_version=None)
+    assert tables.state_tables() == [tables.state("j1_left"), tables.state("j1_right")]
+    assert tables.all_tables()[-3:] == [tables.changelog, tables.result, tables.runs]
+    with lease.holding(tables, "run", exclusive_of=("maintain",)):
+        assert [m["what"] for m in lease.holders(tables)] == ["run"]
+        with pytest.raises(ModelBusyError):
+            with lease.holding(tables, "maintain", exclusive_of=("run",)):
+                pass
+    assert lease.holders(tables) == []
+
+
+SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
+INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
+RUNS = [
+    {"l": [insert(1, 10), insert(2, 20), insert(None, 5)], "r": [insert(1, 100), insert(1, 101)]},
+    {"l": [delete(1, 10), insert(3, 30)], "r": [update_before(1, 100), update_after(1, 102), insert(2, 200)]},
+    {"l": [insert(1, 11)], "r": [delete(2, 200), insert(3, 300)]},
+]
+
+
+def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_local_disk(spark, s3_lake, tmp_path):
+    remote = Scenario(spark, filesystem.join(s3_lake, f"case-{uuid.uuid4().hex[:8]}"), SQL, **INPUTS)
+    local = Scenario(spark, tmp_path, SQL, **INPUTS)
+    for changes in RUNS:
+        remote.run(**changes)
+        local.run(**changes)
+        assert remote.changelog == local.changelog
+        assert remote.result == local.result
+    assert remote.result == {(1, 11, 101): 1, (1, 11, 102): 1, (2, 20, None): 1, (3, 30, 300): 1, (None, 5, None): 1}
+    assert {"changelog", "result", "runs", "state"} <= set(filesystem.list_names(remote.tables.home))
+    assert delta_log.app_version(remote.tables.runs, "streamjoin:m") == 3
