@@ -22,6 +22,17 @@ def spark():
     yield session
 
 
+@pytest.fixture(scope="session")
+def s3_lake():
+    """A bucket on an S3 emulator on 127.0.0.1 (`s3_emulator.Bucket`), its storage options registered here."""
+    from s3_emulator import s3_bucket
+    from streamjoin.storage import filesystem
+
+    with s3_bucket() as bucket:
+        filesystem.register(bucket.uri, bucket.options)
+        yield bucket
+
+
 #: Modules that take minutes, the longest first (from CI's `--durations`). Test processes take whole
 #: modules (`--dist loadfile`) in collection order: starting with these, and leaving the short modules
 #: to fill in around them, keeps a long module from starting last and running alone at the end.

@@ -24,6 +24,7 @@ from streamjoin import conformance, run_once
 from streamjoin.conformance import CaseRunner
 from streamjoin.processes import HOST
 from streamjoin.session import local_session
+from streamjoin.storage import filesystem
 
 PREFIX = "@@ "
 
@@ -67,8 +68,14 @@ def run(spark: SparkSession, root: str, rows: int) -> dict[str, Any]:
             "seconds": report.seconds, "ended": time.time(), "tables": runner.tables.home}
 
 
+def storage(spark: SparkSession, prefix: str, options: dict[str, str]) -> dict[str, Any]:
+    """Register storage options for the locations under `prefix` (see `streamjoin.storage.filesystem`)."""
+    filesystem.register(prefix, options)
+    return {}
+
+
 COMMANDS: dict[str, Callable[..., dict[str, Any]]] = {
-    "conformance": run_conformance, "prepare": prepare, "run": run}
+    "conformance": run_conformance, "prepare": prepare, "run": run, "storage": storage}
 
 
 def reply(message: dict[str, Any]) -> None:

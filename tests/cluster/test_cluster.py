@@ -1,5 +1,6 @@
 """streamjoin on a real standalone Spark cluster: the conformance cases pass, the workers' executors do
-the work, and a run survives the loss of an executor."""
+the work, a run survives the loss of an executor, and a model whose tables live in an object store runs
+there as on a local disk."""
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from streamjoin.local_cluster import LocalCluster, get_json
+from streamjoin.storage import delta_log
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -29,6 +31,8 @@ CASES = ALL_CASES if os.environ.get("STREAMJOIN_CLUSTER_CASES") == "all" else \
     [p for p in ALL_CASES if p.stem in REPRESENTATIVE]
 #: Orders of the run an executor is killed in: several seconds of tasks on two 1-core executors.
 ROWS = 200_000
+#: Orders of the object-store run (its point is where the files are, not its size)
+SMALL_ROWS = 2_000
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +88,22 @@ def test_a_run_commits_despite_a_killed_executor_with_the_results_of_an_undistur
     assert not list(tmp_path.rglob("*.crc")), "executors wrote Hadoop checksum files"
 
 
+def test_a_model_on_an_object_store_runs_on_the_cluster_as_on_a_local_disk(cluster: LocalCluster, driver, s3_lake,
+                                                                              tmp_path: Path):
+    """The driver registers the bucket's storage options; the executors on the workers write and read
+    the model's files in the bucket with the options each task carries."""
+    driver.call("storage", prefix=s3_lake.uri, options=s3_lake.options, timeout=30)
+    remote, local = f"{s3_lake.uri}/cluster-{tmp_path.name}", str(tmp_path / "local")
+    answers = {}
+    for root in (remote, local):
+        driver.call("prepare", root=root, rows=SMALL_ROWS, timeout=120)
+        answers[root] = driver.call("run", root=root, rows=SMALL_ROWS, timeout=180)
+    assert answers[remote]["status"] == "committed" and answers[remote]["tables"].startswith("s3://")
+    assert answers[remote]["rows_out"] == answers[local]["rows_out"] and answers[remote]["rows_out"]["+"] == SMALL_ROWS
+    for table in ("result", "changelog"):
+        assert _rows(f"{answers[remote]['tables']}/{table}").equals(_rows(Path(answers[local]["tables"], table))), table
+
+
 def _first_executor_to_complete_a_task(driver, done_before: dict[str, int], timeout: float = 120) -> str:
     """The first executor to complete a task after `done_before` was taken."""
     deadline = time.time() + timeout
@@ -95,8 +115,8 @@ def _first_executor_to_complete_a_task(driver, done_before: dict[str, int], time
     raise AssertionError(f"no executor completed a task within {timeout}s")
 
 
-def _rows(table: Path) -> pa.Table:
+def _rows(table: Path | str) -> pa.Table:
     """A Delta table's rows in a canonical order (without the partition column, which follows the rows)."""
-    data = DeltaTable(str(table)).to_pyarrow_table()
+    data = delta_log.table(str(table)).to_pyarrow_table()
     data = data.drop_columns([c for c in data.column_names if c == "_bucket"])
     return data.sort_by([(c, "ascending") for c in data.column_names])

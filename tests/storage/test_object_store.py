@@ -23,7 +23,7 @@ def rows(*pairs: tuple[int, int]) -> pa.Table:
 
 
 def test_commits_log_reads_and_app_transactions_work_on_the_object_store(s3_lake):
-    path = filesystem.join(s3_lake, f"t-{uuid.uuid4().hex[:8]}")
+    path = filesystem.join(s3_lake.uri, f"t-{uuid.uuid4().hex[:8]}")
     assert not delta_log.exists(path) and delta_log.version(path) is None
     first = delta_log.write_small(rows((1, 10), (2, 20)), path, tag="r1")
     delta_log.commit(path, first, SCHEMA, app_id="streamjoin:m", run_id=1, metadata={delta_log.MANIFEST_KEY: "one"},
@@ -48,7 +48,7 @@ def test_commits_log_reads_and_app_transactions_work_on_the_object_store(s3_lake
 
 
 def test_of_two_commits_on_one_version_only_one_lands(s3_lake):
-    path = filesystem.join(s3_lake, f"t-{uuid.uuid4().hex[:8]}")
+    path = filesystem.join(s3_lake.uri, f"t-{uuid.uuid4().hex[:8]}")
     delta_log.commit(path, delta_log.write_small(rows((1, 1)), path, tag="r1"), SCHEMA, app_id="a", run_id=1,
                      metadata={}, read_version=None)
     delta_log.commit(path, delta_log.write_small(rows((2, 2)), path, tag="r2"), SCHEMA, app_id="a", run_id=2,
@@ -64,7 +64,7 @@ def test_of_two_commits_on_one_version_only_one_lands(s3_lake):
 
 
 def test_a_models_folders_and_markers_live_in_the_bucket(s3_lake):
-    tables = ModelTables(filesystem.join(s3_lake, f"models-{uuid.uuid4().hex[:8]}"), "m")
+    tables = ModelTables(filesystem.join(s3_lake.uri, f"models-{uuid.uuid4().hex[:8]}"), "m")
     assert tables.state_tables() == []
     for name in ("j1_right", "j1_left"):
         path = tables.state(name)
@@ -90,7 +90,7 @@ RUNS = [
 
 
 def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_local_disk(spark, s3_lake, tmp_path):
-    remote = Scenario(spark, filesystem.join(s3_lake, f"case-{uuid.uuid4().hex[:8]}"), SQL, **INPUTS)
+    remote = Scenario(spark, filesystem.join(s3_lake.uri, f"case-{uuid.uuid4().hex[:8]}"), SQL, **INPUTS)
     local = Scenario(spark, tmp_path, SQL, **INPUTS)
     for changes in RUNS:
         remote.run(**changes)

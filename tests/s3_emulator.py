@@ -1,26 +1,32 @@
-"""An S3-compatible object store on 127.0.0.1 (moto's server, in a process of its own, stopped by
-PID), with a bucket whose storage options are registered for `s3://lake`."""
+"""An S3-compatible object store on 127.0.0.1: moto's server in a process of its own, stopped by PID
+(installed from tests/requirements-test.txt)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterator
 
-import boto3  # tests/requirements-test.txt
-import pytest
+import boto3
 
-from streamjoin.processes import free_port, listening
-from streamjoin.storage import filesystem
-
-BUCKET = "lake"
+from streamjoin.processes import HOST, free_port, listening
 
 
-@pytest.fixture(scope="session")
-def s3_lake() -> Iterator[str]:
-    """The URI of an empty bucket on a local S3 emulator, its storage options registered."""
+@dataclass(frozen=True)
+class Bucket:
+    """A bucket on the emulator: its URI and the storage options that reach it."""
+
+    uri: str
+    options: dict[str, str]
+
+
+@contextmanager
+def s3_bucket(name: str = "lake") -> Iterator[Bucket]:
+    """An emulator with one empty bucket, for the block."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -28,13 +34,12 @@ def s3_lake() -> Iterator[str]:
             if time.monotonic() > deadline or server.poll() is not None:
                 raise RuntimeError("the S3 emulator (moto) did not start")
             time.sleep(0.1)
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = f"http://{HOST}:{port}"
         options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
                    "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "conditional_put": "etag"}
         boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test", aws_secret_access_key="test",
-                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
-        filesystem.register(f"s3://{BUCKET}", options)
-        yield f"s3://{BUCKET}"
+                     region_name="us-east-1").create_bucket(Bucket=name)
+        yield Bucket(f"s3://{name}", options)
     finally:
         server.terminate()
         server.wait(timeout=30)
