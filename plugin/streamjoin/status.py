@@ -13,31 +13,35 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import posixpath
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Sequence
 
 import pyarrow as pa
 
 from .errors import ConfigError
-from .storage import delta_log
+from .storage import delta_log, filesystem
 from .storage.tables import ModelTables
 
 MAX_DEPTH = 4  # how deep below PATH to look for models (project/.streamjoin/state/<schema>/<model>)
 
 
 def model_tables(path: str) -> list[ModelTables]:
-    """The models whose tables live at or below `path` (a model folder has a `runs` Delta table)."""
-    path = os.path.abspath(path)
-    found = []
-    base_depth = path.rstrip(os.sep).count(os.sep)
-    for folder, subfolders, _ in os.walk(path):
-        if os.path.isdir(os.path.join(folder, "runs", "_delta_log")):
-            found.append(ModelTables(os.path.dirname(folder), os.path.basename(folder)))
-            subfolders.clear()
-        elif folder.count(os.sep) - base_depth >= MAX_DEPTH or os.path.basename(folder).startswith(("_", ".git")):
-            subfolders.clear()
-        else:
-            subfolders.sort()
+    """The models whose tables live at or below `path`, a folder or URI (a model folder has a `runs`
+    Delta table); folders named `_…` or `.git…` are not searched."""
+    found: list[ModelTables] = []
+
+    def visit(folder: str, depth: int) -> None:
+        if filesystem.is_dir(filesystem.join(folder, "runs", "_delta_log")):
+            found.append(ModelTables(posixpath.dirname(folder), posixpath.basename(folder)))
+            return
+        if depth >= MAX_DEPTH or posixpath.basename(folder).startswith(("_", ".git")):
+            return
+        for name in filesystem.list_names(folder):
+            if filesystem.is_dir(filesystem.join(folder, name)):
+                visit(filesystem.join(folder, name), depth + 1)
+
+    visit(os.path.abspath(path) if "://" not in path else path.rstrip("/"), 0)
     return found
 
 
@@ -57,7 +61,7 @@ def table_size(tables: ModelTables, path: str) -> TableSize:
     actions = pa.table(table.get_add_actions(flatten=True))
     rows = sum(n or 0 for n in actions.column("num_records").to_pylist()) if actions.num_rows else 0
     size = sum(actions.column("size_bytes").to_pylist()) if actions.num_rows else 0
-    return TableSize(os.path.relpath(path, tables.home), table.version(), actions.num_rows, rows, size)
+    return TableSize(filesystem.relative(path, tables.home), table.version(), actions.num_rows, rows, size)
 
 
 def recent_runs(tables: ModelTables, limit: int) -> list[dict[str, Any]]:

@@ -10,6 +10,8 @@ import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType
 
 from scenario import Scenario, delete, insert, update_after, update_before
+from streamjoin import status
+from streamjoin.__main__ import main as status_main
 from streamjoin.errors import ConcurrentRunError, ModelBusyError
 from streamjoin.runtime import lease
 from streamjoin.storage import delta_log, filesystem
@@ -89,8 +91,9 @@ RUNS = [
 ]
 
 
-def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_local_disk(spark, s3_lake, tmp_path):
-    remote = Scenario(spark, filesystem.join(s3_lake.uri, f"case-{uuid.uuid4().hex[:8]}"), SQL, **INPUTS)
+def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_local_disk(spark, s3_lake, tmp_path, capsys):
+    root = filesystem.join(s3_lake.uri, f"case-{uuid.uuid4().hex[:8]}")
+    remote = Scenario(spark, root, SQL, **INPUTS)
     local = Scenario(spark, tmp_path, SQL, **INPUTS)
     for changes in RUNS:
         remote.run(**changes)
@@ -100,3 +103,9 @@ def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_loca
     assert remote.result == {(1, 11, 101): 1, (1, 11, 102): 1, (2, 20, None): 1, (3, 30, 300): 1, (None, 5, None): 1}
     assert {"changelog", "result", "runs", "state"} <= set(filesystem.list_names(remote.tables.home))
     assert delta_log.app_version(remote.tables.runs, "streamjoin:m") == 3
+    assert status.model_tables(root) == [remote.tables]
+    assert status_main(["status", root]) == 0
+    shown = capsys.readouterr().out
+    assert f"model m ({remote.tables.home})" in shown, shown
+    result_line = next(line.split() for line in shown.splitlines() if line.startswith("result "))
+    assert result_line[1] == "2" and result_line[3] == str(sum(remote.result.values())), shown  # version, rows
