@@ -1,4 +1,4 @@
-"""In-process execution of compiled Python model code (no Spark needed here)."""
+"""In-process execution of compiled Python model code, and saving what `model()` returns."""
 
 from __future__ import annotations
 
@@ -75,3 +75,22 @@ def test_the_run_report_becomes_the_adapter_response() -> None:
     namespace = run_model_code(code, model_id="model.p.m", spark="SESSION")
     assert namespace[REPORT_NAME].summary() == "streamjoin m run 1: committed"
     assert helper.model_id == "model.p.m"
+
+
+def test_spark_pandas_and_pandas_on_spark_results_are_saved_as_the_table(spark, tmp_path) -> None:
+    import pandas as pd
+    import pyspark.pandas as ps  # imports with the locked pandas (3.x broke it: no DateOffset)
+
+    rows = [(1, "a"), (2, "b")]
+    spark.sql(f"CREATE DATABASE python_results LOCATION '{tmp_path}'")
+    try:
+        frames = {"spark": spark.createDataFrame(rows, "id long, name string"),
+                  "pandas": pd.DataFrame(rows, columns=["id", "name"]),
+                  "pandas_on_spark": ps.DataFrame(pd.DataFrame(rows, columns=["id", "name"]))}
+        for kind, frame in frames.items():
+            save_as_table(frame, relation=f"python_results.{kind}", file_format="parquet", spark=spark)
+            saved = spark.table(f"python_results.{kind}")
+            assert [(f.name, f.dataType.simpleString()) for f in saved.schema] == [("id", "bigint"), ("name", "string")], kind
+            assert sorted(tuple(r) for r in saved.collect()) == rows, kind
+    finally:
+        spark.sql("DROP DATABASE python_results CASCADE")

@@ -115,7 +115,9 @@ def save_as_table(df: Any, *, relation: str, file_format: Optional[str], spark: 
     """Write what ``model()`` returned to ``relation``, replacing it.
 
     Args:
-        df: A Spark DataFrame, or a pandas DataFrame (converted with the session).
+        df: A Spark DataFrame, a pandas-on-Spark DataFrame (``pyspark.pandas``, taken as the
+            Spark DataFrame it wraps), or a pandas DataFrame (converted with the session), as
+            dbt-spark's Python models accept.
         relation: The rendered target relation, e.g. ```default`.`orders` ``.
         file_format: The model's ``file_format`` config; falsy means the session's
             ``spark.sql.sources.default``, as for SQL models without ``file_format``.
@@ -123,12 +125,15 @@ def save_as_table(df: Any, *, relation: str, file_format: Optional[str], spark: 
     """
     from pyspark.sql import DataFrame
 
-    if not isinstance(df, DataFrame) and type(df).__module__.startswith("pandas"):
+    module = type(df).__module__
+    if not isinstance(df, DataFrame) and module.startswith("pyspark.pandas"):
+        df = df.to_spark()
+    elif not isinstance(df, DataFrame) and module.startswith("pandas"):
         df = spark.createDataFrame(df)
     if not isinstance(df, DataFrame):
         raise PythonModelResultError(
-            f"model() returned {type(df).__module__}.{type(df).__qualname__}; return a "
-            "pyspark.sql.DataFrame (or a pandas DataFrame)."
+            f"model() returned {module}.{type(df).__qualname__}; return a "
+            "pyspark.sql.DataFrame (or a pandas or pandas-on-Spark DataFrame)."
         )
     fmt = file_format or spark.conf.get("spark.sql.sources.default")
     writer = df.write.mode("overwrite").option("overwriteSchema", "true").format(fmt)
