@@ -49,6 +49,6 @@ def test_an_unknown_key_like_no_known_one_lists_the_known_keys():
         InputSpec.from_dict("orders", {"columns": [["id", "int"]], "owner": "shop team"})
     assert err.value.problems == ["input 'orders': unknown key 'owner': known: columns, unique_key, event_time, "
                                   "watermark_delay, location, changelog_format, op_column, delete_column, "
-                                  "sequence_column, proc_time"]
+                                  "sequence_column, proc_time, storage_options"]
     with pytest.raises(ConfigError, match="unknown config key 'statettl': did you mean 'state_ttl'"):
         ModelConfig.from_dict({"statettl": "1 hour"})

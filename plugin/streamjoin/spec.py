@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any, Iterable, Literal, Mapping
 
 from .errors import ConfigError
+from .storage import filesystem
 from .types import parse_duration
 
 JoinStrategy = Literal["auto", "binary", "multi"]
@@ -26,7 +27,7 @@ ROW_KIND_COLUMN = "_row_kind"
 RUN_ID_COLUMN = "_run_id"
 #: The keys of an input's declaration (`InputSpec.from_dict`).
 INPUT_KEYS = ("columns", "unique_key", "event_time", "watermark_delay", "location", "changelog_format", "op_column",
-              "delete_column", "sequence_column", "proc_time")
+              "delete_column", "sequence_column", "proc_time", "storage_options")
 
 
 def unknown_keys(raw: Iterable[str], known: Iterable[str], *, where: str = "", noun: str = "key") -> list[str]:
@@ -72,6 +73,8 @@ class InputSpec:
     `sequence_column` orders versions of a key that arrive in one run). `proc_time` names a
     processing-time column the input does not hold (Flink's `PROCTIME()`): its value is the time
     of the run that reads the row, and lookup joins (`FOR SYSTEM_TIME AS OF` it) read by it.
+    `storage_options` are delta-rs's options for reaching `location` (an object store's endpoint
+    and credentials); a spec registers them for its location (`storage.filesystem.register`).
     """
 
     name: str
@@ -85,6 +88,11 @@ class InputSpec:
     delete_column: str | None = None
     sequence_column: str | None = None
     proc_time: str | None = None
+    storage_options: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.location and self.storage_options:
+            filesystem.register(self.location, dict(self.storage_options))
 
     @property
     def column_names(self) -> list[str]:
@@ -153,6 +161,11 @@ class InputSpec:
             problems.append(f"input '{name}': proc_time '{proc_time}' names a column the input holds; it declares a "
                             "column the run adds (the time of the run that reads a row), so leave it out of columns "
                             "or pick another name")
+        options = raw.get("storage_options") or {}
+        if not isinstance(options, Mapping) or not all(isinstance(v, (str, int, float, bool)) for v in options.values()):
+            problems.append(f"input '{name}': storage_options must map option names to values, e.g. "
+                            "{AWS_ENDPOINT_URL: 'http://127.0.0.1:9000', AWS_REGION: 'us-east-1'}")
+            options = {}
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -167,6 +180,7 @@ class InputSpec:
             delete_column=raw.get("delete_column"),
             sequence_column=sequence,
             proc_time=proc_time,
+            storage_options=tuple((str(k), str(v)) for k, v in options.items()),
         )
 
 

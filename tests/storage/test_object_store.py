@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import boto3
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType
@@ -12,8 +13,9 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from scenario import Scenario, delete, insert, update_after, update_before
 from streamjoin import status
 from streamjoin.__main__ import main as status_main
-from streamjoin.errors import ConcurrentRunError, ModelBusyError
+from streamjoin.errors import ConcurrentRunError, ConfigError, ModelBusyError
 from streamjoin.runtime import lease
+from streamjoin.spec import InputSpec
 from streamjoin.storage import delta_log, filesystem
 from streamjoin.storage.tables import ModelTables
 
@@ -109,3 +111,21 @@ def test_a_model_whose_inputs_and_tables_are_all_in_the_bucket_runs_as_on_a_loca
     assert f"model m ({remote.tables.home})" in shown, shown
     result_line = next(line.split() for line in shown.splitlines() if line.startswith("result "))
     assert result_line[1] == "2" and result_line[3] == str(sum(remote.result.values())), shown  # version, rows
+
+
+def test_an_input_declares_the_storage_options_of_its_location(s3_lake):
+    boto3.client("s3", endpoint_url=s3_lake.options["AWS_ENDPOINT_URL"], aws_access_key_id="test",
+                 aws_secret_access_key="test", region_name="us-east-1").create_bucket(Bucket="inputs")
+    location = f"s3://inputs/orders-{uuid.uuid4().hex[:8]}"
+    assert filesystem.options_for(location) == {}  # only the fixture's bucket is registered
+    spec = InputSpec.from_dict("orders", {"columns": [["k", "int"], ["v", "int"]], "location": location,
+                                          "storage_options": s3_lake.options})
+    assert filesystem.options_for(f"{location}/_delta_log") == s3_lake.options
+    delta_log.commit(spec.location, delta_log.write_small(rows((1, 1)), spec.location, tag="i0"), SCHEMA,
+                     app_id="load", run_id=1, metadata={}, read_version=None)
+    assert delta_log.version(spec.location) == 0
+
+
+def test_storage_options_that_are_not_a_mapping_are_a_declaration_error():
+    with pytest.raises(ConfigError, match="input 'orders': storage_options must map option names to values"):
+        InputSpec.from_dict("orders", {"columns": [["k", "int"]], "storage_options": ["AWS_REGION=us-east-1"]})
