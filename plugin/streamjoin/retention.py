@@ -45,7 +45,7 @@ def trim_changelog(tables: ModelTables, keep_runs: int) -> int:
     old = [a for a in actions if a.get(column) is not None and a[column] <= last - keep_runs]
     if not old:
         return 0
-    root = delta_log.root_of(tables.changelog)
+    root = delta_log.root_of(table)
     schema = pa.schema(table.schema().to_arrow())
     files = (pq.read_table(io.BytesIO(filesystem.read_bytes(filesystem.join(root, a["path"]))), schema=schema)
              for a in old)
@@ -107,13 +107,11 @@ def _write(rows: pa.Table, root: str, *, tag: str) -> AddAction:
     file back: the row count, and the range of the row kinds and run ids (the other columns'
     statistics are left out, as Delta allows)."""
     rel = f"{tag}-{uuid.uuid4().hex[:12]}.parquet"
-    buffer = io.BytesIO()
-    pq.write_table(rows, buffer)
-    filesystem.write_bytes(filesystem.join(root, rel), buffer.getvalue())
+    data = delta_log.write_parquet(rows, filesystem.join(root, rel))
     known = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
     stats = {"numRecords": rows.num_rows,
              "minValues": {c: pc.min(rows[c]).as_py() for c in known},
              "maxValues": {c: pc.max(rows[c]).as_py() for c in known},
              "nullCount": {c: rows[c].null_count for c in known}}
-    return AddAction(path=rel, size=len(buffer.getvalue()), partition_values={}, modification_time=int(time.time() * 1000),
+    return AddAction(path=rel, size=len(data), partition_values={}, modification_time=int(time.time() * 1000),
                      data_change=False, stats=json.dumps(stats))

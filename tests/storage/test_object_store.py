@@ -46,7 +46,7 @@ def test_commits_log_reads_and_app_transactions_work_on_the_object_store(s3_lake
     added = delta_log.added_between(path, 0, 1, what="t")
     assert [f.num_records for f in added] == [1] and added[0].uri == path + "/" + second[0].path
     assert delta_log.table_bytes(path, 1) == sum(filesystem.size(f.uri) for f in files)
-    removes = delta_log.remove_actions([f for f in files if f.num_records == 2], path)
+    removes = delta_log.remove_actions([f for f in files if f.num_records == 2])
     assert [r.path for r in removes] == [first[0].path]
     assert delta_log.rows_after(path, 1, removes) == 1
 

@@ -179,7 +179,7 @@ class IntervalState:
         if alive_from is not None:
             gone = [f for f in self.files if (self._slice(f) + 1) * self.slice_us <= alive_from]
             if gone:
-                actions += delta_log.remove_actions(gone, self.path)
+                actions += delta_log.remove_actions(gone)
         return actions
 
 

@@ -33,7 +33,7 @@ class AppendedTable:
         """Write this run's `appends`, or, once the table holds `COMPACT_AT` files, all of it again as
         `live` (its old files removed in the same commit)."""
         if len(self.files) >= COMPACT_AT:
-            actions = writer.write(live, self.path) + delta_log.remove_actions(self.files, self.path)
+            actions = writer.write(live, self.path) + delta_log.remove_actions(self.files)
         else:
             actions = writer.write(appends, self.path)
         return StagedWrite(self.path, actions, self.schema, (), dict(metadata or {}))

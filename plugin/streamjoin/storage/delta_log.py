@@ -40,9 +40,9 @@ def table(path: str, table_version: int | None = None) -> DeltaTable:
     return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
 
 
-def root_of(path: str) -> str:
-    """The table's root as its data files are named under it: a plain path for a local table, else its URI."""
-    return local_path(table(path).table_uri).rstrip("/")
+def root_of(dt: DeltaTable) -> str:
+    """A table's root as its data files are named under it: a plain path for a local table, else its URI."""
+    return local_path(dt.table_uri).rstrip("/")
 
 
 def exists(path: str) -> bool:
@@ -90,6 +90,7 @@ class DataFile:
     version: int | None = None
     stats: Mapping[str, Any] | None = None  # the Delta statistics of its top-level columns, when written
     size: int = 0  # bytes
+    path: str = ""  # as the Delta log names it (relative to the table's root, or absolute)
 
     def stat(self, kind: str, column: str) -> Any:
         """A statistic of a column (`minValues`, `maxValues`, `nullCount`), None when unknown."""
@@ -131,7 +132,7 @@ def _listing(path: str, table_version: int) -> tuple[DataFile, ...]:
         uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
         out.append(DataFile(uri=local_path(uri), partition={k: None if v is None else str(v) for k, v in part.items()},
                             num_records=int(a.get("num_records") or 0), stats=_flat_stats(a),
-                            size=int(a.get("size_bytes") or 0)))
+                            size=int(a.get("size_bytes") or 0), path=rel))
     if cache is not None:
         cache[(path, table_version)] = tuple(out)
     return tuple(out)
@@ -153,7 +154,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
     """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log.
 
     The removes of a retention commit (`python -m streamjoin maintain`) trim history: no data change."""
-    root = root_of(path)
+    root = root_of(table(path))
     for v in range(start_exclusive + 1, end + 1):
         try:
             text = filesystem.read_bytes(filesystem.join(root, "_delta_log", f"{v:020d}.json")).decode("utf-8")
@@ -171,7 +172,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
                     yield v, kind, DataFile(uri=rel if rel.startswith("/") or "://" in rel else f"{root}/{rel}",
                                             partition=a.get("partitionValues") or {},
                                             num_records=int((stats or {}).get("numRecords") or 0), version=v,
-                                            stats=stats, size=int(a.get("size") or 0)), bool(a.get("dataChange", True)) and not retention
+                                            stats=stats, size=int(a.get("size") or 0), path=rel), bool(a.get("dataChange", True)) and not retention
 
 
 def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:
@@ -222,12 +223,19 @@ def write_small(rows: pa.Table, path: str, *, tag: str) -> list[AddAction]:
     import pyarrow.parquet as pq
 
     rel = f"data/{tag}-{uuid.uuid4().hex[:12]}.parquet"
-    buffer = io.BytesIO()
-    pq.write_table(rows, buffer)
-    data = buffer.getvalue()
-    filesystem.write_bytes(filesystem.join(path, rel), data)
+    data = write_parquet(rows, filesystem.join(path, rel))
     return [AddAction(path=rel, size=len(data), partition_values={}, modification_time=int(time.time() * 1000),
                       data_change=True, stats=json.dumps(file_stats(pq.read_metadata(io.BytesIO(data)))))]
+
+
+def write_parquet(rows: pa.Table, uri: str) -> bytes:
+    """Write `rows` as one Parquet file at `uri`; the file's bytes (its size and footer, without reading it back)."""
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer)
+    filesystem.write_bytes(uri, buffer.getvalue())
+    return buffer.getvalue()
 
 
 def table_bytes(path: str, table_version: int | None) -> int:
@@ -237,9 +245,7 @@ def table_bytes(path: str, table_version: int | None) -> int:
 
 def rows_after(path: str, table_version: int | None, actions: Sequence[AddAction | RemoveAction]) -> int:
     """How many rows the table's live files hold once `actions` are committed on `table_version`."""
-    files = data_files(path, table_version)
-    root = root_of(path) if files else ""
-    live = {filesystem.relative(f.uri, root): f.num_records for f in files}
+    live = {f.path: f.num_records for f in data_files(path, table_version)}
     removed = sum(live.get(a.path, 0) for a in actions if isinstance(a, RemoveAction))
     return sum(live.values()) - removed + added_rows(actions)
 
@@ -249,13 +255,10 @@ def added_rows(actions: Sequence[AddAction | RemoveAction]) -> int:
     return sum(json.loads(a.stats)["numRecords"] for a in actions if isinstance(a, AddAction) and a.stats)
 
 
-def remove_actions(files: Sequence[DataFile], path: str) -> list[RemoveAction]:
+def remove_actions(files: Sequence[DataFile]) -> list[RemoveAction]:
     """RemoveActions for live files (used when a table's rows are rewritten)."""
-    if not files:
-        return []
-    root = root_of(path)
     now = int(time.time() * 1000)
-    return [RemoveAction(path=filesystem.relative(f.uri, root), data_change=True, deletion_timestamp=now,
+    return [RemoveAction(path=f.path, data_change=True, deletion_timestamp=now,
                          partition_values=dict(f.partition)) for f in files]
 
 

@@ -123,7 +123,7 @@ def size(uri: str) -> int:
 
 
 def make_dirs(uri: str) -> None:
-    """Create a folder and its parents (nothing to do on an object store, which has no folders)."""
+    """Create a folder and its parents (on an object store, an empty marker object)."""
     fs, path = filesystem(uri)
     fs.create_dir(path, recursive=True)
 
@@ -140,8 +140,7 @@ def delete_file(uri: str) -> None:
 def delete_dir(uri: str) -> None:
     """Delete a folder and everything under it; one already gone is fine."""
     fs, path = filesystem(uri)
-    if fs.get_file_info(path).type != pafs.FileType.NotFound or not is_local(uri):
-        try:
-            fs.delete_dir(path)
-        except FileNotFoundError:
-            pass
+    try:
+        fs.delete_dir(path)
+    except FileNotFoundError:
+        pass

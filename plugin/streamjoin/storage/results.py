@@ -173,11 +173,11 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
     verify = _unheld(merged, writer, f"model {plan.model}'s run retracts a row its result table does not hold "
                                      "(was the table changed outside streamjoin?)")
-    replaced = FileActions(known=delta_log.remove_actions(level0, path))
+    replaced = FileActions(known=delta_log.remove_actions(level0))
     if chosen is not None:
         by_uri = {f.uri: f for f in bucketed}
         replaced = replaced + FileActions([_then(writer.note(chosen, col(file_reads.URI)),
-                                                 lambda uris: delta_log.remove_actions([by_uri[u] for u in uris], path))])
+                                                 lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))])
     return _expand(merged.where(col(WEIGHT) > 0), names), replaced, verify
 
 

@@ -152,7 +152,7 @@ class StateTable:
         if expire_before is not None and crowded:
             rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(crowded))
         return (writer.write(rows.select(*stored).repartition(col(BUCKET)), self.path, partition_by=[BUCKET])
-                + delta_log.remove_actions(old_files, self.path))
+                + delta_log.remove_actions(old_files))
 
     @property
     def commit_schema(self) -> StructType:
