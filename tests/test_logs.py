@@ -10,6 +10,8 @@ from deltalake import write_deltalake
 
 from streamjoin import api, logs
 from streamjoin.errors import ConfigError
+from streamjoin.storage import delta_log
+from streamjoin.storage.tables import ModelTables
 
 
 @pytest.mark.parametrize("raw, level", [(None, None), ("", None), ("debug", "DEBUG"), (" Warning ", "WARN"),
@@ -49,9 +51,9 @@ def test_the_session_logs_nothing_from_spark_unless_asked(spark):
     assert "-Dlog4j2.configurationFile=" in spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
 
 
-def test_a_full_refresh_drops_the_views_before_the_folders_they_read(spark, tmp_path, monkeypatch):
-    """Dropping a view makes Spark read it (to uncache it): with its folder gone, Spark logged a
-    FileNotFoundException trace per view although the refresh succeeded."""
+def test_a_full_refresh_drops_the_views_before_the_tables_they_read(spark, tmp_path, monkeypatch):
+    """Dropping a view makes Spark read it (to uncache it): with its table gone, Spark logged a
+    trace per view although the refresh succeeded."""
     left, right = str(tmp_path / "left"), str(tmp_path / "right")
     write_deltalake(left, pa.table({"k": [1, 2]}))
     write_deltalake(right, pa.table({"k": [2, 3]}))
@@ -60,15 +62,13 @@ def test_a_full_refresh_drops_the_views_before_the_folders_they_read(spark, tmp_
     sql = "SELECT l.k FROM l_in l JOIN r_in r ON l.k = r.k"
     root = str(tmp_path / "models")
     api.run_model(spark, name="fr", sql=sql, inputs=inputs, config={}, root=root, relation="default.fr_view")
-    published = tmp_path / "models" / "fr" / "published"
-    assert {p.name for p in published.iterdir()} >= {"result", "changelog"}
+    tables = ModelTables(root, "fr")
 
     seen: list[bool] = []
     drop_views = api._drop_views
 
     def drop_while_published(spark_, relation):
-        seen.append(all((published / label).is_dir() and any((published / label).iterdir())
-                        for label in ("result", "changelog")))
+        seen.append(delta_log.exists(tables.result) and delta_log.exists(tables.changelog))
         drop_views(spark_, relation)
 
     monkeypatch.setattr(api, "_drop_views", drop_while_published)

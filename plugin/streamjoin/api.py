@@ -21,20 +21,19 @@ the last *complete* run (never a half-applied one):
 
 `publish_input` publishes an input (a dbt source) the same way: a view over its rows now.
 
-Each view reads a folder of hard links to one table version's data files (Spark has no Delta
-reader here), so it stays valid while later runs rewrite or add files.
+Each view reads one committed version of a table through the `streamjoin_delta` data source
+(`storage.version_source`: Spark has no Delta reader here), on any filesystem, so it stays valid
+while later runs rewrite or add files.
 """
 from __future__ import annotations
 
-import os
-import shutil
-from urllib.parse import quote
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import sqlglot
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from .errors import ConfigError
@@ -47,15 +46,15 @@ from .sql.compiler import compile_sql
 from .sql import asof, windows
 from .sql.plan import Join, JoinPlan
 from .storage import delta_log, filesystem, formats
+from .storage.file_reads import with_positions
+from .storage.version_source import reference
 from .storage.tables import ModelTables
-from .zset import q
+from .types import q, text
 
 #: Columns of a streaming_join model's changelog that are bookkeeping, not data.
 CHANGELOG_META_COLUMNS = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
 #: Declaration keys that describe where an input comes from rather than what it holds.
 _ORIGIN_KEYS = ("relation", "kind")
-#: Published snapshot folders kept per table (the newest, and one for readers still on it).
-_KEEP_SNAPSHOTS = 2
 
 
 def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, Mapping[str, Any]],
@@ -82,7 +81,7 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     plan = compile_model(name=name, sql=sql, inputs=inputs, config=config, ignore=ignore)
     tables = ModelTables(root, name)
     if full_refresh:
-        if relation:  # first: dropping a view reads it, so its published folder must still be there
+        if relation:  # first: dropping a view reads it, so the tables it reads must still be there
             _drop_views(spark, relation)
         filesystem.delete_dir(tables.home)
     apply_runtime_defaults(spark)
@@ -254,81 +253,66 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     if result_version is None or changelog_version is None:
         return
     hidden = ("_bucket",)
-    _replace_view(spark, relation, _files_select(tables, "result", tables.result, result_version, hidden))
-    _replace_view(spark, f"{relation}__changelog",
-                  _files_select(tables, "changelog", tables.changelog, changelog_version, ()))
+    _replace_view(spark, relation, _version_select(spark, tables.result, result_version, hidden))
+    _replace_view(spark, f"{relation}__changelog", _version_select(spark, tables.changelog, changelog_version, ()))
     if any(isinstance(n, Join) and n.asof for n in plan.nodes()):  # Spark SQL has no ASOF JOIN to run the SQL
         for view in (f"{relation}__batch", f"{relation}__batch_on_time"):
             if _table_type(spark, view) == "VIEW":
                 spark.sql(f"DROP VIEW {view}")
         return
-    snapshots = {name: snapshot_sql(tables, spec, manifest['offsets'][name]['end'])
+    snapshots = {name: snapshot_sql(spark, spec, manifest['offsets'][name]['end'])
                  for name, spec in plan.inputs.items()}
     _replace_view(spark, f"{relation}__batch",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}))
-    on_time = on_time_sql(tables, plan, snapshots, version_of_run(tables.late_rows, run_id))
+    on_time = on_time_sql(spark, tables, plan, snapshots, version_of_run(tables.late_rows, run_id))
     _replace_view(spark, f"{relation}__batch_on_time",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in on_time.items()}))
 
 
-def on_time_sql(tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
+def on_time_sql(spark: SparkSession, tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
                 late_version: int | None) -> dict[str, str]:
     """Each input's snapshot SQL minus the late rows (as of `late_version` of the late rows table)
     that the first interval join side reading it recorded (a row late on two sides is one row)."""
-    files = delta_log.data_files(tables.late_rows, late_version) if late_version is not None else []
-    if not files:
+    if late_version is None or not delta_log.data_files(tables.late_rows, late_version):
         return dict(snapshots)
-    folder = _link_snapshot(os.path.join(tables.home, "published", "late_rows"), late_version, files)
+    recorded = reference(spark, tables.late_rows, late_version, _schema(tables.late_rows, late_version))
     first: dict[str, tuple[str, str]] = {}
     for join, side, name in late_sides(plan):
         first.setdefault(name, (join, side))
     out = dict(snapshots)
     for name, (join, side) in first.items():
         columns = ", ".join(f"{q(name)}.{q(c)} AS {q(c)}" for c in plan.inputs[name].column_names)
-        late = (f"SELECT {columns} FROM parquet.{q(folder)} WHERE `_input` = '{_text(name)}' "
-                f"AND `_join` = '{_text(join)}' AND `_side` = '{side}'")
+        late = (f"SELECT {columns} FROM {recorded} WHERE `_input` = {text(name)} "
+                f"AND `_join` = {text(join)} AND `_side` = {text(side)}")
         out[name] = f"SELECT * FROM ({snapshots[name]}) EXCEPT ALL {late}"
     return out
 
 
-def _text(value: str) -> str:
-    """A value for a single-quoted Spark SQL string literal."""
-    return value.replace("\\", "\\\\").replace("'", "\\'")
-
-
-def snapshot_sql(tables: ModelTables, spec: InputSpec, table_version: int) -> str:
-    """SQL for an input's rows at a version of its table, read as its format defines."""
-    return _snapshot_select(os.path.join(tables.home, "published", f"inputs/{spec.name}"), spec, table_version)
-
-
-def _snapshot_select(base: str, spec: InputSpec, table_version: int | None) -> str:
-    """SQL for an input's rows at a version (None: no table yet, no rows), its files linked under `base`."""
-    files = formats.snapshot_files(spec, table_version) if table_version is not None else []
-    if not files:
+def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None) -> str:
+    """SQL for an input's rows at a version of its table (None: no table yet, no rows), read as its format defines."""
+    if table_version is None:
         typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.as_queried().columns)
         return f"SELECT {typed} WHERE false"
-    folder = _link_snapshot(base, table_version, files)
-    rows = formats.snapshot_sql(spec, f"parquet.{q(folder)}")
+    upsert = spec.changelog_format == "upsert"
+    schema = with_positions(formats.file_schema(spec)) if upsert else formats.file_schema(spec)  # upsert: by position
+    rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema, added=upsert))
     if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
         return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
     return rows
 
 
-def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str,
-                  home: str) -> bool:
+def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str) -> bool:
     """Publish an input (e.g. a dbt source) as the view `relation` over its rows as they are now.
 
     The rows are the input's changelog consolidated, read as its format defines (what
-    `<model>__batch` reads as an input's snapshot); the view reads a folder of hard links to the
-    table's current files under `home`, so later appends do not change it until it is published
-    again. The view's schema is created if missing.
+    `<model>__batch` reads as an input's snapshot), at the table's current version, so later
+    appends do not change it until it is published again. The view's schema is created if missing.
 
     Args:
         spark: The session whose catalog gets the view.
         name: The input's name (used in messages).
         declaration: The input's declaration (see the module docstring).
         relation: The catalog name, e.g. `shop.orders`.
-        home: Folder for the snapshot links of published inputs.
 
     Returns:
         False, publishing nothing, when `relation` is a table of the catalog's own (never replaced).
@@ -340,73 +324,52 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
     if kind not in (None, "VIEW"):
         return False
     spec = input_spec(name, name, declaration)
-    table = exp.to_table(relation, dialect="spark")
-    base = os.path.join(home, *(p.name for p in table.parts))
-    select = _snapshot_select(base, spec, delta_log.version(spec.location))
-    marker = os.path.join(base, "_view.sql")  # the view's last SELECT: unchanged, no DDL
-    if kind == "VIEW" and os.path.isfile(marker) and open(marker).read() == select:
+    select = snapshot_sql(spark, spec, delta_log.version(spec.location))
+    if kind == "VIEW" and _view_text(spark, relation) == select:
         return True
+    table = exp.to_table(relation, dialect="spark")
     if table.db:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {q(table.db)}")
     spark.sql(f"CREATE OR REPLACE VIEW {relation} AS {select}")
-    os.makedirs(base, exist_ok=True)
-    with open(marker, "w") as out:
-        out.write(select)
     return True
 
 
 def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
-    """The SQL with each input relation replaced by a subquery, keeping its alias (or name)."""
+    """The SQL with each input relation replaced by a subquery, keeping its alias (or name).
+
+    The subqueries are Spark SQL that sqlglot need not parse (`WITH` options of a table reference)."""
     by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
     tree = windows.to_spark(sqlglot.parse_one(windows.parseable(sql), read="spark"))
+    marks = {name: f"__streamjoin_input_{i}__" for i, name in enumerate(replacements)}
 
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Table) and _table_key(node) in by_key:
             alias = node.alias or node.name
-            sub = sqlglot.parse_one(replacements[by_key[_table_key(node)]], read="spark")
-            return exp.Subquery(this=sub.unnest() if isinstance(sub, exp.Paren) else sub,
+            return exp.Subquery(this=exp.select("*").from_(marks[by_key[_table_key(node)]]),
                                 alias=exp.TableAlias(this=exp.to_identifier(alias)))
         return node
 
-    return tree.transform(swap).sql(dialect="spark")
+    out = tree.transform(swap).sql(dialect="spark")
+    for name, mark in marks.items():
+        out = out.replace(f"SELECT * FROM {mark}", replacements[name].strip().removeprefix("(").removesuffix(")"))
+    return out
 
 
-def _files_select(tables: ModelTables, label: str, path: str, table_version: int, hidden: Sequence[str]) -> str:
-    """A SELECT over one version's data files, via a folder of hard links to them."""
-    schema = pa.schema(delta_log.table(path, table_version).schema().to_arrow())
-    names = [f.name for f in schema if f.name not in hidden]
-    files = delta_log.data_files(path, table_version)
-    if not files:
-        typed = ", ".join(f"CAST(NULL AS {from_arrow_type(schema.field(n).type).simpleString()}) AS {q(n)}"
-                          for n in names)
-        return f"SELECT {typed} WHERE false"
-    folder = _link_snapshot(os.path.join(tables.home, "published", label), table_version, files)
-    return f"SELECT {', '.join(q(n) for n in names)} FROM parquet.{q(folder)}"
+def _version_select(spark: SparkSession, path: str, table_version: int, hidden: Sequence[str]) -> str:
+    """A SELECT of one version of a table, without its `hidden` columns."""
+    schema = _schema(path, table_version)
+    names = [f.name for f in schema.fields if f.name not in hidden]
+    return f"SELECT {', '.join(q(n) for n in names)} FROM {reference(spark, path, table_version, schema)}"
 
 
-def _link_snapshot(base: str, table_version: int, files: Sequence[delta_log.DataFile]) -> str:
-    """A folder of hard links to `files` for one version (made once, atomically); older ones pruned.
+def _schema(path: str, table_version: int) -> StructType:
+    return from_arrow_schema(pa.schema(delta_log.table(path, table_version).schema().to_arrow()))
 
-    Links are numbered in the order of `files` and kept in Hive-style partition folders, so
-    Spark reads partition columns back."""
-    folder = os.path.join(base, f"v{table_version:08d}")
-    if not os.path.isdir(folder):
-        staging = f"{folder}.tmp-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        os.makedirs(staging)
-        for i, f in enumerate(files):
-            uri = f.uri
-            parts = [f"{quote(k)}={'__HIVE_DEFAULT_PARTITION__' if v is None else quote(v)}" for k, v in f.partition.items()]
-            os.makedirs(os.path.join(staging, *parts), exist_ok=True)
-            target = os.path.join(staging, *parts, f"f{i:06d}-{os.path.basename(uri)}")
-            try:
-                os.link(uri, target)
-            except OSError:
-                shutil.copyfile(uri, target)
-        os.replace(staging, folder)
-    for old in sorted(n for n in os.listdir(base) if n.startswith("v") and ".tmp-" not in n)[:-_KEEP_SNAPSHOTS]:
-        shutil.rmtree(os.path.join(base, old), ignore_errors=True)
-    return folder
+
+def _view_text(spark: SparkSession, name: str) -> str | None:
+    """The SELECT a view of the catalog was created with."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").where("col_name = 'View Text'").collect()
+    return rows[0].data_type if rows else None
 
 
 def _replace_view(spark: SparkSession, name: str, select: str) -> None:

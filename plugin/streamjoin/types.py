@@ -95,3 +95,12 @@ def parse_duration(text: str | int | float | timedelta | None, *, what: str) -> 
 def q(name: str) -> str:
     """Quote an identifier for Spark SQL text (backticks doubled inside)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def text(value: str) -> str:
+    """A single-quoted Spark SQL string literal of `value`.
+
+    >>> print(text("it's"))
+    'it\\'s'
+    """
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

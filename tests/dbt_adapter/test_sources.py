@@ -15,10 +15,3 @@ def test_a_source_without_declaration_or_delta_table_is_left_to_the_catalog(tmp_
     skipped = publish_sources(None, [(node("users"), "crm.users")], state_root=str(tmp_path),
                               project_root=str(tmp_path))
     assert skipped == {"crm.users": "not a streamjoin input (no meta.streamjoin, no Delta table at its location)"}
-
-
-def test_nothing_is_published_under_a_remote_state_root(tmp_path: Path) -> None:
-    declared = node("orders", {"streamjoin": {"changelog_format": "append"}})
-    skipped = publish_sources(None, [(declared, "crm.orders")], state_root="s3://lake/state",
-                              project_root=str(tmp_path))
-    assert skipped == {"crm.orders": "state_root is a URI"}

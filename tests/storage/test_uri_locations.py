@@ -12,9 +12,9 @@ import streamjoin
 from streamjoin.storage import delta_log
 
 PACKAGE = Path(streamjoin.__file__).parent
-#: Modules that touch table data: the run, its operators, storage, retention and maintenance.
+#: Modules that touch table data: the run, its operators, storage, retention, maintenance and publishing.
 TABLE_DATA = [*sorted(p for d in ("storage", "runtime", "operators") for p in (PACKAGE / d).glob("*.py")),
-              PACKAGE / "retention.py", PACKAGE / "maintain.py"]
+              PACKAGE / "retention.py", PACKAGE / "maintain.py", PACKAGE / "api.py"]
 LOCAL_CALLS = {"open", "os.open", "os.makedirs", "os.mkdir", "os.listdir", "os.scandir", "os.walk", "os.remove",
                "os.unlink", "os.rmdir", "os.link", "os.rename", "os.replace", "os.stat", "Path"}
 

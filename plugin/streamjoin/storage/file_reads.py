@@ -19,21 +19,27 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from .delta_log import DataFile, arrow_schema
 from .filesystem import is_local, options_for
 
 URI = "_uri"
 KEYS = "_keys"
+#: With `positions`: a row's file (its position in the files read) and its position in that file.
+FILE_POSITION = "__file_position"
+ROW_POSITION = "__row_position"
 
 
-def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
+def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False) -> DataFrame:
     """Read data files under a known schema (no inference, no partition discovery): with Spark's
     Parquet scan where they are local, else with `read_files` (Spark has no connector of its own for
     object stores here: no Hadoop cloud connector can be installed).
 
-    Columns of `schema` that are partition columns of the files get each file's partition value."""
+    Columns of `schema` that are partition columns of the files get each file's partition value;
+    with `positions`, each row gets `FILE_POSITION` and `ROW_POSITION` too."""
+    if positions:
+        schema = with_positions(schema)
     if not files:
         return spark.createDataFrame([], schema)
     partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
@@ -45,20 +51,41 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> 
     frames = []
     for values, group in groups.items():
         by_name = {f.name: v for f, v in zip(partitioned, values)}
-        rows = spark.read.schema(in_files).parquet(*[d.uri for d in group]) if all(is_local(d.uri) for d in group) \
-            else read_files(spark, group, in_files)
+        rows = _scan(spark, files, group, in_files, positions) if all(is_local(d.uri) for d in group) \
+            else read_files(spark, group, in_files, ordinals=[files.index(d) for d in group] if positions else None)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
                                     else F.col(f.name) for f in schema.fields]) if names else rows)
     return reduce(DataFrame.unionByName, frames)
 
 
-def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType) -> DataFrame:
+def with_positions(schema: StructType) -> StructType:
+    """`schema` and the columns `FILE_POSITION` and `ROW_POSITION`."""
+    return StructType([*schema.fields, StructField(FILE_POSITION, LongType()), StructField(ROW_POSITION, LongType())])
+
+
+def _scan(spark: SparkSession, files: Sequence[DataFile], group: Sequence[DataFile], schema: StructType,
+          positions: bool) -> DataFrame:
+    """Spark's Parquet scan of local files (`positions`: numbered by their place in `files`, by name)."""
+    rows = spark.read.schema(StructType([f for f in schema.fields if f.name not in (FILE_POSITION, ROW_POSITION)]))\
+        .parquet(*[d.uri for d in group])
+    if not positions:
+        return rows
+    ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
+                                     f"{URI} string, {FILE_POSITION} long")
+    return (rows.select("*", F.col("_metadata.file_name").alias(URI), F.col("_metadata.row_index").alias(ROW_POSITION))
+            .join(ordinals, URI).select(*schema.names))
+
+
+def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType,
+               ordinals: Sequence[int] | None = None) -> DataFrame:
     """The rows (`schema`) of data files, read by the tasks of the job that uses them (Spark's own
-    Parquet scan of many files lists them in a job of its own)."""
+    Parquet scan of many files lists them in a job of its own); with `ordinals` (one per file), each
+    row's `FILE_POSITION` is its file's and its `ROW_POSITION` its place in the file."""
     if not files:
         return spark.createDataFrame([], schema)
-    return read_listed(spark.createDataFrame([(f.uri,) for f in files], f"{URI} string"), schema,
-                       options_for(files[0].uri))
+    listing = spark.createDataFrame([(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
+        spark.createDataFrame([(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
+    return read_listed(listing, schema, options_for(files[0].uri))
 
 
 def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, column: str,
@@ -99,11 +126,16 @@ def _reader(schema: pa.Schema, options: dict[str, str]):
 
         from .filesystem import filesystem
 
+        stored = pa.schema([f for f in schema if f.name not in (FILE_POSITION, ROW_POSITION)])
         for batch in batches:
             keys = batch.column(KEYS) if KEYS in batch.schema.names else None
+            ordinals = batch.column(FILE_POSITION).to_pylist() if FILE_POSITION in batch.schema.names else None
             for i, uri in enumerate(batch.column(URI).to_pylist()):
                 fs, path = filesystem(uri, options)
-                table = pq.read_table(path, filesystem=fs, columns=schema.names).cast(schema)
+                table = pq.read_table(path, filesystem=fs, columns=stored.names).cast(stored)
+                if ordinals is not None:
+                    table = table.append_column(FILE_POSITION, pa.array([ordinals[i]] * table.num_rows, pa.int64()))\
+                        .append_column(ROW_POSITION, pa.array(range(table.num_rows), pa.int64()))
                 if keys is not None:
                     table = rows_with_keys(table, pa.Table.from_struct_array(keys[i].values))
                 yield from table.to_batches()

@@ -24,7 +24,7 @@ from typing import Sequence
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
+from pyspark.sql.types import (BooleanType, DataType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
 from ..spec import InputSpec
@@ -32,6 +32,7 @@ from ..types import RowKind
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
 from . import delta_log, file_reads
 from .delta_log import DataFile
+from .file_reads import FILE_POSITION, ROW_POSITION
 
 ORDER = "_order"  # upsert: (commit version, file, row) of a row, to order a key's versions
 CHANGE_TYPE = "_change_type"
@@ -165,15 +166,8 @@ def bad_rows_message(spec: InputSpec) -> str:
 
 def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) -> DataFrame:
     """Upsert rows with their row kind (+U, or -D when deleted) and their `ORDER` in the log."""
-    rows = file_reads.read(spark, files, file_schema(spec))
-    if files:
-        ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
-                                         "_file string, _ordinal long")
-        rows = (rows.select("*", F.col("_metadata.file_name").alias("_file"), F.col("_metadata.row_index").alias("_row"))
-                .join(ordinals, "_file"))
-        order = F.struct(col("_ordinal"), col("_row"))
-    else:
-        order = F.struct(F.lit(0).cast(LongType()).alias("_ordinal"), F.lit(0).cast(LongType()).alias("_row"))
+    rows = file_reads.read(spark, files, file_schema(spec), positions=True)
+    order = F.struct(col(FILE_POSITION).alias("_ordinal"), col(ROW_POSITION).alias("_row"))
     deleted = F.coalesce(col(spec.delete_column), F.lit(False)) if spec.delete_column else F.lit(False)
     kind = F.when(deleted, F.lit(RowKind.DELETE.value)).otherwise(F.lit(RowKind.UPDATE_AFTER.value))
     return rows.select(*[col(c) for c in data_schema(spec).names], kind.alias(spec.op_column), order.alias(ORDER))
@@ -192,24 +186,18 @@ def snapshot(spark: SparkSession, spec: InputSpec, version: int) -> DataFrame:
     return consolidate(from_changelog(rows, names, spec.op_column), names).where(col(WEIGHT) > 0)
 
 
-def snapshot_files(spec: InputSpec, version: int) -> list[DataFile]:
-    """The files whose rows make up the input at `version` (in commit order for upsert)."""
-    if spec.changelog_format == "upsert":
-        return delta_log.added_between(spec.location, -1, version, what=spec.name)
-    return delta_log.data_files(spec.location, version)
-
-
 def snapshot_sql(spec: InputSpec, source: str) -> str:
-    """SQL for the input's rows at a version, given `source`: its `snapshot_files` as a relation
-    whose files are named in commit order."""
+    """SQL for the input's rows at a version, given `source`: the table's live files as a relation
+    (upsert: every file the log added, each row with its position in the log,
+    `FILE_POSITION` and `ROW_POSITION`)."""
     cols = ", ".join(q(c) for c in spec.column_names)
     typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
-    if spec.changelog_format in ("append", "cdf"):  # partition columns come back as discovered: cast them
+    if spec.changelog_format in ("append", "cdf"):  # as declared
         return f"SELECT {typed} FROM {source}"
     if spec.changelog_format == "upsert":
         key = ", ".join(q(k) for k in spec.unique_key)
         order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + \
-            "`_metadata`.file_name DESC, `_metadata`.row_index DESC"
+            f"{q(FILE_POSITION)} DESC, {q(ROW_POSITION)} DESC"
         deleted = f"coalesce({q(spec.delete_column)}, false)" if spec.delete_column else "false"
         return (f"SELECT {cols} FROM (SELECT *, row_number() OVER (PARTITION BY {key} ORDER BY {order}) AS `__n`, "
                 f"{deleted} AS `__deleted` FROM {source}) WHERE `__n` = 1 AND NOT `__deleted`")

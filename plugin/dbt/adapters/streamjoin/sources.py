@@ -11,7 +11,6 @@ the catalog's own with that name is left alone.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -27,10 +26,6 @@ if TYPE_CHECKING:
 
 logger = AdapterLogger("Streamjoin")
 
-#: Folder (under the adapter's state root) holding the files published source views read.
-PUBLISHED_FOLDER = os.path.join("published", "sources")
-
-
 def publish_sources(spark: "SparkSession", sources: Iterable[Tuple[Mapping[str, Any], str]], *,
                     state_root: str, project_root: str) -> Dict[str, str]:
     """Publish each ``(source node, relation)`` that streamjoin reads; returns the skipped ones and why.
@@ -38,14 +33,9 @@ def publish_sources(spark: "SparkSession", sources: Iterable[Tuple[Mapping[str, 
     A source is skipped when it is not streamjoin's (no declaration and no Delta table at its
     location), when the catalog has a table of its own by that name, when it can not be read
     yet (no Delta table and no typed columns: loading it, or declaring column types, fixes that),
-    or when Spark can not create its view (a warning names it). Nothing is published when the
-    state root is a URI: a view reads a local folder of links to the table's files.
+    or when Spark can not create its view (a warning names it).
     """
     skipped: Dict[str, str] = {}
-    if "://" in state_root:
-        logger.debug(f"sources not published in Spark's catalog: state_root {state_root} is not a local folder")
-        return {relation: "state_root is a URI" for _, relation in sources}
-    home = os.path.join(state_root, PUBLISHED_FOLDER)
     for node, relation in sources:
         declaration = model_code.input_declaration(node, relation, state_root=state_root,
                                                    project_root=project_root)
@@ -53,8 +43,7 @@ def publish_sources(spark: "SparkSession", sources: Iterable[Tuple[Mapping[str, 
             skipped[relation] = "not a streamjoin input (no meta.streamjoin, no Delta table at its location)"
             continue  # a table of the catalog's own, or nothing yet
         try:
-            published = publish_input(spark, name=node["name"], declaration=declaration, relation=relation,
-                                      home=home)
+            published = publish_input(spark, name=node["name"], declaration=declaration, relation=relation)
         except StreamJoinError as exc:
             skipped[relation] = str(exc)
             logger.debug(f"source {relation} not published in Spark's catalog: {exc}")

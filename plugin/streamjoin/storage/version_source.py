@@ -1,0 +1,137 @@
+"""Spark reads one committed version of a Delta table, on any filesystem: the `streamjoin_delta`
+Python data source, which the views a model publishes (its result, its changelog, its inputs'
+snapshots) read.
+
+A published view must show exactly one committed version, and Spark here has neither a Delta
+reader (no delta-spark jar can be installed) nor an object-store connector. The data source lists
+the version's data files from the Delta log with delta-rs, and its tasks read them with pyarrow
+through the filesystem of their URI: nothing is linked or copied, and any location delta-rs and
+pyarrow reach works. Spark registers it in every session of this Python environment by itself
+(the module `pyspark_streamjoin`, found by Spark's lookup of `pyspark_*` modules).
+
+Spark keeps no options for a catalog table of a Python data source, so a view passes them in its
+table reference (`FROM <schema table> WITH ('path' = ..., 'version' = ...)`) to a table that only
+holds the columns: `schema_table` makes one per distinct set of columns, in the `streamjoin_schemas`
+database; it holds no data, and every view with those columns shares it.
+
+Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files, or
+`added`, every file the log added up to the version in commit order: an upsert changelog's
+history), `storage_options` (JSON; delta-rs's names, as registered for the location). The columns
+`FILE_POSITION` and `ROW_POSITION`, when the schema has them, number each row by its file's position
+in that order and its position in the file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ..types import q, text
+from . import delta_log, filesystem
+from .file_reads import FILE_POSITION, ROW_POSITION
+
+NAME = "streamjoin_delta"
+SCHEMAS = "streamjoin_schemas"
+
+
+def reference(spark: SparkSession, path: str, table_version: int, schema: StructType, *, added: bool = False) -> str:
+    """A table reference (for a FROM clause) that reads `schema`'s columns of the table at `path` as
+    of `table_version` (`added`: every file added up to it, in commit order)."""
+    options = {"path": path, "version": str(table_version), "files": "added" if added else "live"}
+    storage = filesystem.options_for(path)
+    if storage:
+        options["storage_options"] = json.dumps(storage, sort_keys=True)
+    pairs = ", ".join(f"{text(k)} = {text(v)}" for k, v in options.items())
+    return f"{schema_table(spark, schema)} WITH ({pairs})"
+
+
+def schema_table(spark: SparkSession, schema: StructType) -> str:
+    """The name of a table of this data source that has `schema`'s columns and nothing else (made once)."""
+    ddl = ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+    name = f"{SCHEMAS}.s_{hashlib.sha1(ddl.encode()).hexdigest()[:20]}"
+    if not spark.catalog.tableExists(name):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMAS}")
+        try:
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({ddl}) USING {NAME}")
+        except AnalysisException:  # another process made it meanwhile
+            if not spark.catalog.tableExists(name):
+                raise
+    return name
+
+
+@dataclass(frozen=True)
+class _File(InputPartition):
+    """One data file to read: its position in the version's file order, URI and partition values."""
+
+    ordinal: int
+    uri: str
+    partition: Mapping[str, str | None]
+
+
+class DeltaVersionSource(DataSource):
+    """The rows of one version of a Delta table (see the module docstring for the options)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        _register(self.options)
+        dt = delta_log.table(self.options["path"], int(self.options["version"]))
+        return from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _Reader(dict(self.options), schema)
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = options
+        self.arrow = delta_log.arrow_schema(schema)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        _register(self.options)
+        path, at = self.options["path"], int(self.options["version"])
+        files = delta_log.added_between(path, -1, at, what=path) if self.options.get("files") == "added" \
+            else delta_log.data_files(path, at)
+        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(files)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
+            return
+        import pyarrow.parquet as pq
+
+        fs, file_path = filesystem.filesystem(partition.uri, _storage_options(self.options))
+        stored = [f.name for f in self.arrow if f.name not in partition.partition
+                  and f.name not in (FILE_POSITION, ROW_POSITION)]
+        rows = pq.read_table(file_path, filesystem=fs, columns=stored)
+        n = rows.num_rows
+        columns = []
+        for field in self.arrow:
+            if field.name == FILE_POSITION:
+                columns.append(pa.array([partition.ordinal] * n, field.type))
+            elif field.name == ROW_POSITION:
+                columns.append(pa.array(range(n), field.type))
+            elif field.name in partition.partition:
+                columns.append(pa.array([partition.partition[field.name]] * n, pa.string()).cast(field.type))
+            else:
+                columns.append(rows[field.name].cast(field.type))
+        yield from pa.table(columns, schema=self.arrow).to_batches()
+
+
+def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    return json.loads(options.get("storage_options") or "{}")
+
+
+def _register(options: Mapping[str, str]) -> None:
+    """Register the view's storage options in this process (a Python worker: no registry of the driver's)."""
+    filesystem.register(options["path"], _storage_options(options))
