@@ -47,3 +47,20 @@ def test_state_root_uri_is_kept_as_given(tmp_path: Path) -> None:
     credentials = StreamjoinCredentials.from_dict({"state_root": "s3a://bucket/streamjoin/state"})
     plan = credentials.session_plan(project_root=tmp_path, app_name="t")
     assert plan.state_root == "s3a://bucket/streamjoin/state"
+
+
+def test_storage_options_are_registered_for_every_location_under_the_state_root(tmp_path: Path) -> None:
+    from streamjoin.storage import filesystem
+
+    options = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "conditional_put": "etag"}
+    credentials = StreamjoinCredentials.from_dict({"state_root": "s3://profile-bucket/state", "storage_options": options})
+    credentials.session_plan(project_root=tmp_path, app_name="t")
+    assert filesystem.options_for("s3://profile-bucket/state/models/m/result") == options
+    assert filesystem.options_for("s3://profile-bucket/elsewhere") == {}
+
+
+def test_storage_options_must_map_names_to_values() -> None:
+    with pytest.raises(DbtConfigError, match="storage_options: must map delta-rs option names to values"):
+        StreamjoinCredentials.from_dict({"storage_options": {"AWS_REGION": {"name": "eu-west-1"}}})
+    with pytest.raises(Exception, match="storage_options"):  # dbt's own check of the field's type
+        StreamjoinCredentials.from_dict({"storage_options": ["AWS_REGION=eu-west-1"]})

@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass
 from multiprocessing.context import SpawnContext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, cast
 
 from dbt.adapters.contracts.connection import AdapterRequiredConfig, Connection, ConnectionState
 from dbt.adapters.exceptions import FailedToConnectError
@@ -17,6 +17,7 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 from dbt_common.exceptions import DbtConfigError
+from streamjoin.storage import filesystem
 
 from dbt.adapters.streamjoin import session
 from dbt.adapters.streamjoin.session import SessionPlan
@@ -40,6 +41,9 @@ class StreamjoinCredentials(SparkCredentials):
             are relative to the dbt project. Default ``.streamjoin``.
         state_root: Where streamjoin keeps its Delta state tables; a path (relative to
             the project) or a URI. Default ``<local_dir>/state``.
+        storage_options: delta-rs storage options for the state root (``AWS_ENDPOINT_URL``,
+            ``conditional_put``, ...): registered for every location under it, in the driver
+            and in the tasks that read and write there. Default: the environment's.
     """
 
     method: SparkConnectionMethod = SparkConnectionMethod.SESSION
@@ -47,6 +51,7 @@ class StreamjoinCredentials(SparkCredentials):
     schema: Optional[str] = "default"  # type: ignore[assignment]
     local_dir: Optional[str] = None
     state_root: Optional[str] = None
+    storage_options: Optional[Dict[str, str]] = None
 
     def __post_init__(self) -> None:
         problems: List[str] = []
@@ -65,6 +70,14 @@ class StreamjoinCredentials(SparkCredentials):
             problems.append(
                 "state_root: must not be empty. Omit it for `<local_dir>/state`, or give a "
                 "path or URI."
+            )
+        if self.storage_options is not None and (
+            not isinstance(self.storage_options, dict)
+            or not all(isinstance(v, (str, int, float, bool)) for v in self.storage_options.values())
+        ):
+            problems.append(
+                "storage_options: must map delta-rs option names to values, e.g. "
+                "`{AWS_REGION: eu-west-1, conditional_put: etag}`."
             )
         if problems:
             raise DbtConfigError(
@@ -87,6 +100,7 @@ class StreamjoinCredentials(SparkCredentials):
             if self.state_root is not None and _is_uri(self.state_root)
             else str(_resolve(self.state_root or str(local_dir / "state"), base=project_root))
         )
+        filesystem.register(state_root, {k: str(v) for k, v in (self.storage_options or {}).items()})
         return SessionPlan.embedded(
             local_dir=local_dir,
             state_root=state_root,
