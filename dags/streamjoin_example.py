@@ -2,7 +2,8 @@
 
 Glue only (see streamjoin_airflow). The project is example/; its state is where its profile
 puts it: $STREAMJOIN_LOCAL_DIR (default example/.streamjoin). dbt's manifest is
-<local_dir>/target/manifest.json, parsed when this file loads if it is missing or stale.
+<local_dir>/target/manifest.json, parsed when this file loads if it is missing or stale (the DAG reads
+its own copy of it, streamjoin_manifest.json, which dbt runs of its tasks do not rewrite).
 """
 from __future__ import annotations
 

@@ -8,6 +8,10 @@ snapshot and analysis paths) together with the target and the environment dbt ru
 project declares packages) and ``dbt parse`` in a child process, then records the hash next to
 the manifest. Otherwise it only reads files: a DAG file loads in milliseconds.
 
+The DAG reads its own copy of the parsed manifest (``<target>/streamjoin_manifest.json``, replaced
+atomically), not ``manifest.json``: every ``dbt run`` of a task rewrites that file in place, and under a
+parallel executor another task loading the DAG file meanwhile would read it half written.
+
 Not seen by the hash: changes inside installed packages (they add no streaming_join models)
 and ``env_var`` values the project reads but ``DbtProject.env`` does not set. Delete the hash
 file (``<target>/streamjoin_manifest.sha256``) to force a parse.
@@ -33,6 +37,8 @@ from .plan import DbtProject
 
 #: The file, next to ``manifest.json``, holding the hash the manifest was parsed for.
 HASH_FILE = "streamjoin_manifest.sha256"
+#: The DAG's copy of the parsed manifest, next to ``manifest.json`` (which dbt rewrites on every run).
+PLAN_MANIFEST = "streamjoin_manifest.json"
 #: Seconds a ``dbt deps`` + ``dbt parse`` may take before loading the DAG fails.
 PARSE_TIMEOUT = 600.0
 #: dbt's defaults for the folders it reads (``docs-paths`` defaults to all of them).
@@ -74,23 +80,26 @@ def project_hash(project: DbtProject) -> str:
 
 
 def ensure_manifest(project: DbtProject, *, timeout: float = PARSE_TIMEOUT) -> Path:
-    """The project's ``manifest.json``, parsed first when it is missing or stale.
+    """The DAG's copy of the project's manifest (``PLAN_MANIFEST``), parsed first when it is missing or stale.
 
     Processes loading the same DAG file at once parse it once (a lock file in the target folder).
 
     Raises:
         ConfigError: ``dbt deps`` or ``dbt parse`` failed (the message holds dbt's output).
     """
-    path = project.manifest_path
+    copy = project.manifest_path.with_name(PLAN_MANIFEST)
     wanted = project_hash(project)
-    if _is_fresh(path, wanted):
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(path.with_name(".streamjoin_manifest.lock")):
-        if not _is_fresh(path, wanted):  # another process may have parsed it meanwhile
+    if _is_fresh(copy, wanted):
+        return copy
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(copy.with_name(".streamjoin_manifest.lock")):
+        if not _is_fresh(copy, wanted):  # another process may have parsed it meanwhile
             _parse_in_child(project, timeout)
-            path.with_name(HASH_FILE).write_text(wanted + "\n")
-    return path
+            staged = copy.with_name(f".{PLAN_MANIFEST}.{os.getpid()}")
+            staged.write_bytes(project.manifest_path.read_bytes())
+            os.replace(staged, copy)
+            copy.with_name(HASH_FILE).write_text(wanted + "\n")
+    return copy
 
 
 def _is_fresh(path: Path, wanted: str) -> bool:

@@ -143,16 +143,18 @@ def _models_of(test: Mapping[str, Any], nodes: Mapping[str, Any]) -> set[str]:
 
 def load_plan(project: DbtProject, *, materializations: Sequence[str] = ("streaming_join",),
               parse: bool = True) -> RunPlan:
-    """The plan from the project's ``manifest.json``.
+    """The plan from the project's manifest.
 
-    With `parse` (the default) the manifest is parsed first when it is missing or stale
-    (:func:`streamjoin_airflow.manifest.ensure_manifest`); without, it must exist.
+    With `parse` (the default) the manifest is parsed first when it is missing or stale, and read
+    from the copy :func:`streamjoin_airflow.manifest.ensure_manifest` keeps; without, the project's
+    ``manifest.json`` must exist.
     """
     if parse:
         from .manifest import ensure_manifest
 
-        ensure_manifest(project)
-    path = project.manifest_path
+        path = ensure_manifest(project)
+    else:
+        path = project.manifest_path
     if not path.is_file():
         raise ConfigError(f"no dbt manifest at {str(path)!r}: run `dbt parse --project-dir {project.project_dir} "
                           f"--target-path {path.parent}`, or load the plan with parse=True")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from streamjoin import ConfigError
-from streamjoin_airflow.manifest import HASH_FILE, ensure_manifest, project_hash
-from streamjoin_airflow.plan import DbtProject
+from streamjoin_airflow.manifest import HASH_FILE, PLAN_MANIFEST, ensure_manifest, project_hash
+from streamjoin_airflow.plan import DbtProject, load_plan
 
 PROJECT_YML = 'name: shop\nversion: "1.0"\nconfig-version: 2\nprofile: shop\nmodel-paths: ["transforms"]\n'
 
@@ -45,19 +45,22 @@ def test_state_outputs_and_unread_folders_leave_the_hash_alone(project: DbtProje
     assert project_hash(project) == before
 
 
-def test_a_fresh_manifest_is_read_without_running_dbt(project: DbtProject) -> None:
+def test_a_fresh_manifest_is_read_without_running_dbt_from_the_dags_own_copy(project: DbtProject) -> None:
     target = Path(project.target_path)
     target.mkdir(parents=True)
-    (target / "manifest.json").write_text(json.dumps({"nodes": {}}))
+    (target / PLAN_MANIFEST).write_text(json.dumps({"nodes": {}}))
     (target / HASH_FILE).write_text(project_hash(project) + "\n")
-    assert ensure_manifest(project, timeout=0.001) == target / "manifest.json"  # a parse would time out
+    (target / "manifest.json").write_text('{"nodes": {}, "half written')  # as a dbt run leaves it midway
+    assert ensure_manifest(project, timeout=0.001) == target / PLAN_MANIFEST  # a parse would time out
+    with pytest.raises(ConfigError, match="no model in project"):  # read the copy, not the half-written file
+        load_plan(project)
 
 
 def test_a_failed_parse_names_the_project_and_dbts_complaint(project: DbtProject) -> None:
     # no profiles.yml: dbt parse fails, and the stale manifest is not taken as fresh
     target = Path(project.target_path)
     target.mkdir(parents=True)
-    (target / "manifest.json").write_text(json.dumps({"nodes": {}}))
+    (target / PLAN_MANIFEST).write_text(json.dumps({"nodes": {}}))
     (target / HASH_FILE).write_text("an older hash\n")
     with pytest.raises(ConfigError, match=r"dbt could not parse .* \(exit \d\); fix what dbt reports(.|\n)*shop"):
         ensure_manifest(project)
