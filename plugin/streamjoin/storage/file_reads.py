@@ -45,6 +45,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
     partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
     names = {f.name for f in partitioned}
     in_files = StructType([f for f in schema.fields if f.name not in names])
+    ordinal = {d.uri: i for i, d in enumerate(files)}
     groups: dict[tuple, list[DataFile]] = {}
     for d in files:
         groups.setdefault(tuple(d.partition.get(f.name) for f in partitioned), []).append(d)
@@ -52,7 +53,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
     for values, group in groups.items():
         by_name = {f.name: v for f, v in zip(partitioned, values)}
         rows = _scan(spark, files, group, in_files, positions) if all(is_local(d.uri) for d in group) \
-            else read_files(spark, group, in_files, ordinals=[files.index(d) for d in group] if positions else None)
+            else read_files(spark, group, in_files, ordinals=[ordinal[d.uri] for d in group] if positions else None)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
                                     else F.col(f.name) for f in schema.fields]) if names else rows)
     return reduce(DataFrame.unionByName, frames)
@@ -122,25 +123,43 @@ def read_listed(listing: DataFrame, schema: StructType, options: Mapping[str, st
 def _reader(schema: pa.Schema, options: dict[str, str]):
     """The function each task runs over its batches of file URIs (and wanted keys)."""
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.parquet as pq
-
-        from .filesystem import filesystem
-
-        stored = pa.schema([f for f in schema if f.name not in (FILE_POSITION, ROW_POSITION)])
         for batch in batches:
             keys = batch.column(KEYS) if KEYS in batch.schema.names else None
             ordinals = batch.column(FILE_POSITION).to_pylist() if FILE_POSITION in batch.schema.names else None
             for i, uri in enumerate(batch.column(URI).to_pylist()):
-                fs, path = filesystem(uri, options)
-                table = pq.read_table(path, filesystem=fs, columns=stored.names).cast(stored)
-                if ordinals is not None:
-                    table = table.append_column(FILE_POSITION, pa.array([ordinals[i]] * table.num_rows, pa.int64()))\
-                        .append_column(ROW_POSITION, pa.array(range(table.num_rows), pa.int64()))
+                table = read_file(uri, schema, options, ordinal=ordinals[i] if ordinals is not None else None)
                 if keys is not None:
                     table = rows_with_keys(table, pa.Table.from_struct_array(keys[i].values))
                 yield from table.to_batches()
 
     return read
+
+
+def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordinal: int | None = None,
+              partition: Mapping[str, str | None] | None = None) -> pa.Table:
+    """One data file's rows under `schema`, read with pyarrow through the filesystem of its URI (in a
+    task): columns in `partition` take its values (as the Delta log gives them), and `FILE_POSITION`
+    and `ROW_POSITION`, where `schema` has them, are `ordinal` and each row's place in the file."""
+    import pyarrow.parquet as pq
+
+    from .filesystem import filesystem
+
+    partition = partition or {}
+    fs, path = filesystem(uri, options)
+    computed = {FILE_POSITION, ROW_POSITION, *partition}
+    rows = pq.read_table(path, filesystem=fs, columns=[f.name for f in schema if f.name not in computed])
+    n = rows.num_rows
+
+    def column(field: pa.Field) -> pa.Array | pa.ChunkedArray:
+        if field.name == FILE_POSITION:
+            return pa.array([ordinal] * n, field.type)
+        if field.name == ROW_POSITION:
+            return pa.array(range(n), field.type)
+        if field.name in partition:
+            return pa.array([partition[field.name]] * n, pa.string()).cast(field.type)
+        return rows[field.name].cast(field.type)
+
+    return pa.table([column(f) for f in schema], schema=schema)
 
 
 def rows_with_keys(table: pa.Table, wanted: pa.Table) -> pa.Table:

@@ -17,7 +17,7 @@ database; it holds no data, and every view with those columns shares it.
 Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files, or
 `added`, every file the log added up to the version in commit order: an upsert changelog's
 history), `storage_options` (JSON; delta-rs's names, as registered for the location). The columns
-`FILE_POSITION` and `ROW_POSITION`, when the schema has them, number each row by its file's position
+`file_reads.FILE_POSITION` and `ROW_POSITION`, when the schema has them, number each row by its file's position
 in that order and its position in the file.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pyspark.sql.types import StructType
 
 from ..types import q, text
 from . import delta_log, filesystem
-from .file_reads import FILE_POSITION, ROW_POSITION
+from .file_reads import read_file
 
 NAME = "streamjoin_delta"
 SCHEMAS = "streamjoin_schemas"
@@ -108,24 +108,9 @@ class _Reader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
             return
-        import pyarrow.parquet as pq
-
-        fs, file_path = filesystem.filesystem(partition.uri, _storage_options(self.options))
-        stored = [f.name for f in self.arrow if f.name not in partition.partition
-                  and f.name not in (FILE_POSITION, ROW_POSITION)]
-        rows = pq.read_table(file_path, filesystem=fs, columns=stored)
-        n = rows.num_rows
-        columns = []
-        for field in self.arrow:
-            if field.name == FILE_POSITION:
-                columns.append(pa.array([partition.ordinal] * n, field.type))
-            elif field.name == ROW_POSITION:
-                columns.append(pa.array(range(n), field.type))
-            elif field.name in partition.partition:
-                columns.append(pa.array([partition.partition[field.name]] * n, pa.string()).cast(field.type))
-            else:
-                columns.append(rows[field.name].cast(field.type))
-        yield from pa.table(columns, schema=self.arrow).to_batches()
+        table = read_file(partition.uri, self.arrow, _storage_options(self.options), ordinal=partition.ordinal,
+                          partition=partition.partition)
+        yield from table.to_batches()
 
 
 def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
