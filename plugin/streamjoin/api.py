@@ -173,7 +173,7 @@ def _declared_type(column: Mapping[str, Any]) -> str | None:
 def _delta_schema(location: str) -> pa.Schema | None:
     if not delta_log.exists(location):
         return None
-    return pa.schema(delta_log.table(location).schema().to_arrow())
+    return delta_log.table_schema(location)
 
 
 def _spark_type(schema: pa.Schema, column: str, where: str, problems: list[str]) -> str:
@@ -363,7 +363,7 @@ def _version_select(spark: SparkSession, path: str, table_version: int, hidden: 
 
 
 def _schema(path: str, table_version: int) -> StructType:
-    return from_arrow_schema(pa.schema(delta_log.table(path, table_version).schema().to_arrow()))
+    return from_arrow_schema(delta_log.table_schema(path, table_version))
 
 
 def _view_text(spark: SparkSession, name: str) -> str | None:

@@ -114,9 +114,8 @@ class CaseRunner:
 
     def _result_schema(self) -> StructType:
         from pyspark.sql.pandas.types import from_arrow_schema
-        import pyarrow as pa
 
-        return from_arrow_schema(pa.schema(delta_log.table(self.tables.result).schema().to_arrow()))
+        return from_arrow_schema(delta_log.table_schema(self.tables.result))
 
     def changelog(self, run_id: int | None) -> list[tuple[str, tuple]]:
         if run_id is None or not delta_log.exists(self.tables.changelog):

@@ -40,6 +40,11 @@ def table(path: str, table_version: int | None = None) -> DeltaTable:
     return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
 
 
+def table_schema(path: str, table_version: int | None = None) -> pa.Schema:
+    """The Arrow schema of the table at `path` (latest, or at `table_version`)."""
+    return pa.schema(table(path, table_version).schema().to_arrow())
+
+
 def root_of(dt: DeltaTable) -> str:
     """A table's root as its data files are named under it: a plain path for a local table, else its URI."""
     return local_path(dt.table_uri).rstrip("/")

@@ -16,7 +16,7 @@ def check_input_schema(spec: InputSpec, model: str, *, has_state: bool | None = 
     it, and its state must be rebuilt (`--full-refresh`); on a first run the declaration is wrong
     (or the table is); None when the caller cannot tell.
     """
-    actual = {f.name.lower(): f.type for f in pa.schema(delta_log.table(spec.location).schema().to_arrow())}
+    actual = {f.name.lower(): f.type for f in delta_log.table_schema(spec.location)}
     problems = []
     for f in delta_log.arrow_schema(formats.file_schema(spec)):
         have = actual.get(f.name.lower())

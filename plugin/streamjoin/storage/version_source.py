@@ -86,8 +86,7 @@ class DeltaVersionSource(DataSource):
         from pyspark.sql.pandas.types import from_arrow_schema
 
         _register(self.options)
-        dt = delta_log.table(self.options["path"], int(self.options["version"]))
-        return from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+        return from_arrow_schema(delta_log.table_schema(self.options["path"], int(self.options["version"])))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _Reader(dict(self.options), schema)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type
 from streamjoin.storage import delta_log
 from streamjoin.storage.tables import ModelTables
@@ -58,6 +57,6 @@ def delta_columns(path: str) -> Columns:
     """A model table's columns (Spark SQL types) as its views show them; none when it does not exist yet."""
     if not delta_log.exists(path):
         return []
-    schema = pa.schema(delta_log.table(path).schema().to_arrow())
+    schema = delta_log.table_schema(path)
     return [(f.name, from_arrow_type(f.type).simpleString()) for f in schema if f.name not in _HIDDEN]
 
