@@ -38,11 +38,10 @@ def input_side(executor: "Executor", node: MultiJoin, i: int, types: tuple[str, 
     """Input i as a join side: its columns, its common-key expressions and its unique key."""
     scan = node.inputs[i]
     spec = executor.plan.inputs[scan.input]
-    join_cols = [e.strip("`").split("__", 1)[-1] for e in node.keys[i]]
-    unique_key = executor.unique_key(scan)
+    unique_key = executor.plan.unique_key(scan)
     return JoinSide(side=Side.LEFT, label=spec.name, schema=executor.schema(scan), key_exprs=node.keys[i],
                     key_types=types, null_safe=(False,) * len(types), tracks_degree=False,
-                    layout=StateLayout.choose(unique_key, join_cols), unique_key=unique_key)
+                    layout=StateLayout.choose(unique_key, node.keys[i]), unique_key=unique_key)
 
 
 def nway(node: MultiJoin, frames: list[DataFrame]) -> DataFrame:

@@ -158,23 +158,15 @@ class Executor:
     def side_of(self, node: Join, s: Side, key_types: tuple[str, ...]) -> JoinSide:
         child = node.left if s is Side.LEFT else node.right
         exprs = tuple(k.left if s is Side.LEFT else k.right for k in node.keys)
-        unique_key: tuple[str, ...] = ()
-        label = child.id
-        if isinstance(child, Scan):
-            spec = self.plan.inputs[child.input]
-            unique_key, label = self.unique_key(child), spec.name
-        join_cols = [e.strip("`").split("__", 1)[-1] for e in exprs]
+        unique_key = self.plan.unique_key(child)
+        label = self.plan.inputs[child.input].name if isinstance(child, Scan) else child.id
         return JoinSide(
             side=s, label=label, schema=self.schema(child), key_exprs=exprs, key_types=key_types,
             null_safe=tuple(k.null_safe for k in node.keys),
             tracks_degree=node.join_type.preserves(s),
             insert_only=isinstance(child, Scan) and child.input in self.insert_only,
-            layout=StateLayout.choose(unique_key, join_cols), unique_key=unique_key,
+            layout=StateLayout.choose(unique_key, exprs), unique_key=unique_key,
         )
-
-    def unique_key(self, scan: Scan) -> tuple[str, ...]:
-        """The input's declared unique key, which a derived table's computed columns need not keep."""
-        return () if scan.derived else self.plan.inputs[scan.input].unique_key
 
     def state_table(self, name: str, side: JoinSide) -> StateTable:
         path = self.tables.state(name)

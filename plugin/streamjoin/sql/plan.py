@@ -218,6 +218,16 @@ class Join:
     asof: AsofSpec | None = None  # set for ASOF joins
 
     @property
+    def kind(self) -> str:
+        """The join's kind as the outline names it, e.g. `left event-time temporal` (an interval
+        join's is its join type: the outline shows its bound; the text is part of the plan's
+        fingerprint, so it stays as it is)."""
+        kind = f"{self.join_type.value}{' null-aware' if self.null_aware else ''}"
+        if self.temporal:
+            kind += " lookup" if self.temporal.processing_time else " event-time temporal"
+        return kind + (" window" if self.window else "") + (" asof" if self.asof else "")
+
+    @property
     def output_columns(self) -> tuple[str, ...]:
         if self.join_type.emits_pairs:
             return self.left.output_columns + self.right.output_columns
@@ -294,6 +304,13 @@ class JoinPlan:
         walk(self.root)
         return out
 
+    def unique_key(self, node: Node) -> tuple[str, ...]:
+        """The declared unique key of a join's input `node`: a plain scan's input's; none for a
+        derived table (its computed columns need not keep it) or a join."""
+        if isinstance(node, Scan) and not node.derived:
+            return self.inputs[node.input].unique_key
+        return ()
+
     @property
     def is_interval(self) -> bool:
         return any(isinstance(n, Join) and n.time_bound is not None for n in self.nodes())
@@ -338,12 +355,7 @@ class JoinPlan:
                     extra += f" {node.window}"
                 if node.asof:
                     extra += f" {node.asof}"
-                kind = f"{node.join_type.value}{' null-aware' if node.null_aware else ''}"
-                if node.temporal:
-                    kind += " lookup" if node.temporal.processing_time else " event-time temporal"
-                kind += " window" if node.window else ""
-                kind += " asof" if node.asof else ""
-                lines.append(f"{pad}{kind} join {node.id} ON {keys}{extra}")
+                lines.append(f"{pad}{node.kind} join {node.id} ON {keys}{extra}")
                 walk(node.left, depth + 1)
                 walk(node.right, depth + 1)
             else:

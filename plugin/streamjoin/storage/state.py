@@ -72,8 +72,11 @@ class StateLayout(str, enum.Enum):
     NO_UNIQUE_KEY = "no unique key"  # any row, counted
 
     @classmethod
-    def choose(cls, unique_key: Sequence[str], join_key: Sequence[str]) -> "StateLayout":
-        if unique_key and set(u.lower() for u in unique_key) <= set(j.lower() for j in join_key):
+    def choose(cls, unique_key: Sequence[str], key_exprs: Sequence[str]) -> "StateLayout":
+        """The layout of a side with `unique_key` (its input's column names) joined on `key_exprs`
+        (over internal names, `<alias>__<column>`)."""
+        join_key = {e.strip("`").split("__", 1)[-1].lower() for e in key_exprs}
+        if unique_key and {u.lower() for u in unique_key} <= join_key:
             return cls.JOIN_KEY_CONTAINS_UNIQUE_KEY
         return cls.UNIQUE_KEY if unique_key else cls.NO_UNIQUE_KEY
 
