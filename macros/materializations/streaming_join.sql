@@ -8,14 +8,7 @@
 
 {% materialization streaming_join, adapter='streamjoin' %}
   {%- set target_relation = this.incorporate(type='view') -%}
-  {%- set inputs = [] -%}
-  {%- for unique_id in model.depends_on.nodes -%}
-    {%- set node = graph.sources.get(unique_id) or graph.nodes.get(unique_id) -%}
-    {%- set identifier = node.identifier if node.resource_type == 'source' else node.alias -%}
-    {%- set relation = api.Relation.create(schema=node.schema, identifier=identifier) -%}
-    {%- do inputs.append({'node': node, 'relation': relation | string}) -%}
-  {%- endfor -%}
-  {%- set code = adapter.streamjoin_model_code(model, inputs, target_relation | string, should_full_refresh()) -%}
+  {%- set code = adapter.streamjoin_model_code(model, streamjoin.model_inputs(model), target_relation | string, should_full_refresh()) -%}
 
   {{ run_hooks(pre_hooks) }}
 

@@ -1,7 +1,10 @@
-"""Command line: `python -m streamjoin status PATH...` and `python -m streamjoin maintain PATH...`.
+"""Command line: `python -m streamjoin status PATH...`, `python -m streamjoin maintain PATH...` and
+`python -m streamjoin explain PROJECT_DIR --select MODEL`.
 
 PATH is a model's folder, or any folder above models' folders (a dbt project's state root,
-e.g. `.streamjoin/state`); every model found below it is reported or maintained.
+e.g. `.streamjoin/state`); every model found below it is reported or maintained. `explain` asks
+dbt (in this process: `dbt run-operation streamjoin_explain`) to compile MODEL of the project
+and prints what it computes and keeps (`streamjoin.explain`).
 
 Exit status: 0 done; 1 no model found; 2 an error stopped the command; 3 (maintain) some models
 were skipped because a run held them or left a run incomplete (the others were maintained).
@@ -9,6 +12,8 @@ were skipped because a run held them or left a run incomplete (the others were m
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from typing import Sequence
 
@@ -32,7 +37,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                           help="keep files that versions of the last N hours still read (default 168)")
     maintain.add_argument("--changelog-keep-runs", type=int, default=None,
                           help="drop changelog files holding only changes older than the last N runs (default: keep all)")
+    explain = commands.add_parser("explain", help="what a streaming_join model of a dbt project computes and keeps")
+    explain.add_argument("project_dir", metavar="PROJECT_DIR")
+    explain.add_argument("--select", "-s", required=True, metavar="MODEL", help="the model's name")
+    explain.add_argument("--profiles-dir", metavar="DIR",
+                         help="where profiles.yml is (default: $DBT_PROFILES_DIR, else PROJECT_DIR if it has one, "
+                              "else dbt's default)")
+    explain.add_argument("--target", "-t", help="the profile's target (default: the profile's default target)")
+    explain.add_argument("--target-path", metavar="DIR", help="dbt's target folder (default: PROJECT_DIR/target)")
     args = parser.parse_args(argv)
+    if args.command == "explain":
+        return explain_model(args.project_dir, args.select, profiles_dir=args.profiles_dir, target=args.target,
+                             target_path=args.target_path)
 
     from . import status as status_module
     from .maintain import maintain_all
@@ -64,6 +80,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StreamJoinError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def explain_model(project_dir: str, model: str, *, profiles_dir: str | None = None, target: str | None = None,
+                  target_path: str | None = None) -> int:
+    """Print what `model` of the dbt project computes and keeps; dbt prints what went wrong, if anything."""
+    from dbt.cli.main import dbtRunner
+
+    if profiles_dir is None and not os.environ.get("DBT_PROFILES_DIR") and \
+            os.path.isfile(os.path.join(project_dir, "profiles.yml")):
+        profiles_dir = project_dir
+    options = {"--project-dir": project_dir, "--profiles-dir": profiles_dir, "--target": target,
+               "--target-path": target_path}
+    dbt_args = ["run-operation", "streamjoin_explain", "--args", json.dumps({"model": model}), "--quiet"]
+    dbt_args += [part for option, value in options.items() if value for part in (option, value)]
+    return 0 if dbtRunner().invoke(dbt_args).success else 2
 
 
 if __name__ == "__main__":

@@ -92,6 +92,21 @@ def parse_duration(text: str | int | float | timedelta | None, *, what: str) -> 
     return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
+def duration_text(duration: timedelta) -> str:
+    """A duration as `parse_duration` reads it, in its largest whole unit.
+
+    >>> duration_text(timedelta(hours=4)), duration_text(timedelta(seconds=90)), duration_text(timedelta(0))
+    ('4 hours', '90 seconds', '0 seconds')
+    """
+    micros = round(duration.total_seconds() * 1e6)
+    for unit in ("day", "hour", "minute", "second", "millisecond", "microsecond"):
+        size = round(_UNITS[unit] * 1e6)
+        if micros % size == 0 and (micros or unit == "second"):
+            n = micros // size
+            return f"{n} {unit}{'' if n == 1 else 's'}"
+    return f"{micros} microseconds"
+
+
 def q(name: str) -> str:
     """Quote an identifier for Spark SQL text (backticks doubled inside)."""
     return "`" + name.replace("`", "``") + "`"

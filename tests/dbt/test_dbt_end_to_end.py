@@ -10,6 +10,7 @@ Airflow demo, tests/airflow/test_dag_end_to_end.py, runs the same project for th
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Dict, List
 
 import pytest
 
-from dbt_process import EXAMPLE, REPO, Invocation, dbt, dbt_session
+from dbt_process import EXAMPLE, REPO, Invocation, dbt, dbt_command, dbt_session
 from example_results import EXPECTED, rows
 
 pytestmark = pytest.mark.slow
@@ -66,6 +67,37 @@ def other_commands(builds: List[Build]) -> List[dict]:
                  "(select count(*) from {{ ref('orders_prices_left') }}__batch) as batch_rows")
     return dbt_session([["show", "--select", "orders_prices_left"], ["show", "--inline", relations],
                         ["docs", "generate"]], project=EXAMPLE, local_dir=builds[-1].local_dir)
+
+
+@pytest.fixture(scope="module")
+def explained(builds: List[Build]) -> Dict[str, subprocess.CompletedProcess]:
+    """`python -m streamjoin explain` after the last build: of a model, and of a name the project lacks."""
+    out = {}
+    for model in ("stock_orders", "no_such_model"):
+        _, env = dbt_command(["run"], project=EXAMPLE, local_dir=builds[-1].local_dir)
+        out[model] = subprocess.run([sys.executable, "-m", "streamjoin", "explain", str(EXAMPLE), "--select", model,
+                                     "--target-path", str(builds[-1].local_dir / "target")],
+                                    cwd=builds[-1].local_dir, env=env, capture_output=True, text=True, timeout=600)
+    return out
+
+
+def test_explain_shows_the_state_after_the_last_build_and_that_the_model_still_fits_it(
+        builds: List[Build], explained: Dict[str, subprocess.CompletedProcess]) -> None:
+    done = explained["stock_orders"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("model stock_orders\n"), done.stdout
+    state = builds[-1].local_dir / "state" / "models" / "stock_orders" / "state"
+    for side in ("left", "right"):
+        count = len(rows(state / f"j1_{side}", drop=()))
+        assert f"state j1_{side}: " in done.stdout and f"[after the last run: {count} rows in " in done.stdout
+    assert "state: built by this plan (last run 2, " in done.stdout
+    assert "Running with dbt" not in done.stdout  # dbt's own log lines stay out of it
+
+
+def test_explain_of_a_model_the_project_lacks_says_so(explained: Dict[str, subprocess.CompletedProcess]) -> None:
+    done = explained["no_such_model"]
+    assert done.returncode == 2
+    assert "the project has no model named 'no_such_model'" in done.stdout + done.stderr
 
 
 def test_dbt_show_of_a_model_evaluates_its_sql_over_its_sources(other_commands: List[dict]) -> None:

@@ -42,6 +42,7 @@ from . import lease
 from .executor import Executor
 from .intermediates import Intermediates
 from .phases import Phases
+from .plan_change import OUTLINE_KEY, outline_diff
 from .report import RunReport
 from .sizing import shuffle_partitions
 from .spark_jobs import JobGroup
@@ -160,7 +161,8 @@ class Run:
         fingerprint = plan_fingerprint(self.plan)
         if previous and previous.get("plan") != fingerprint:
             raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
-                             "fits; run it with --full-refresh", model=self.plan.model)
+                             "fits; run it with --full-refresh. What changed:\n"
+                             f"{outline_diff(self.tables, self.plan)}", model=self.plan.model)
         offsets = {}
         for name, spec in self.plan.inputs.items():
             if spec.location is None or not delta_log.exists(spec.location):
@@ -269,7 +271,8 @@ class Run:
                     count()
             progress.done("count", lambda: f"rows out {', '.join(f'{k}{v:,}' for k, v in rows_out.items()) or '-'}")
             metrics = {**executor.metrics, "state_rows": state_rows, "spark_jobs": spark_jobs,
-                       "phases_s": phases.seconds, "master": self.spark.sparkContext.master}
+                       "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
+                       OUTLINE_KEY: self.plan.explain()}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
             with phases("commit"):

@@ -112,6 +112,19 @@ class StreamjoinAdapter(SparkAdapter):
             full_refresh=full_refresh,
         )
 
+    @available
+    def streamjoin_explain(self, model: Mapping[str, Any], inputs: List[Mapping[str, Any]], relation: str) -> str:
+        """What a ``streaming_join`` model computes and keeps (see ``model_code.explain``). The model's
+        SQL is compiled here: ``dbt run-operation`` (which calls this) compiles no node itself."""
+        from dbt.compilation import Compiler
+
+        manifest = self.get_macro_resolver()
+        node = manifest.nodes[model["unique_id"]]
+        compiled = Compiler(self.config).compile_node(node, manifest, write=False)
+        return model_code.explain({**model, "compiled_code": compiled.compiled_code}, inputs,
+                                  state_root=self.streamjoin_home(), project_root=str(self.connections.project_root),
+                                  relation=relation)
+
     def get_columns_in_relation(self, relation: BaseRelation) -> List[SparkColumn]:
         """The relation's columns, found without Spark where streamjoin knows them (see ``relations``):
         a source's as declared (or stored), a ``streaming_join`` model view's from its Delta table.

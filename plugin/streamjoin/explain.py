@@ -1,0 +1,196 @@
+"""What a model computes and keeps: `python -m streamjoin explain`, and the outline in the code dbt writes.
+
+`describe(plan)` adds to the plan's outline (`JoinPlan.explain`) what a user needs to know to
+operate the model: each join's operator and the state it keeps (tables, layout, keys, buckets),
+the inputs that must be append-only, what the watermark depends on and what leaves state when.
+Given the model's tables, it adds the state's size after the last run and whether the current
+plan still fits that state (or a run would need a rebuild). Everything comes from the plan and
+the Delta logs: no Spark.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+
+from .runtime.plan_change import outline_diff
+from .runtime.run import manifest_of, plan_fingerprint
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from .sql.strategy import user_text
+from .status import table_size
+from .storage import delta_log
+from .storage.state import StateLayout
+from .storage.tables import ModelTables
+from .types import Side, duration_text, q
+
+
+def scans(node: Node) -> list[Scan]:
+    """The input scans below `node`, left to right."""
+    if isinstance(node, Scan):
+        return [node]
+    if isinstance(node, Join):
+        return scans(node.left) + scans(node.right)
+    return list(node.inputs)
+
+
+def time_based(node: Node) -> bool:
+    """Whether a join waits for the watermark (interval, event-time temporal and window joins)."""
+    return isinstance(node, Join) and bool(node.time_bound or node.window or
+                                           (node.temporal and not node.temporal.processing_time))
+
+
+def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
+    """The inputs whose changes must all be insertions, each with the join that needs it so."""
+    out: dict[str, str] = {}
+    for node in plan.nodes():
+        if not isinstance(node, Join):
+            continue
+        if node.time_bound or node.window:
+            needing, why = scans(node), f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
+        elif node.temporal:
+            needing, why = scans(node.left), f"it is the probe side of the {node.kind} join {node.id}"
+        else:
+            continue
+        for scan in needing:
+            out.setdefault(scan.input, why)
+    return out
+
+
+def _side_label(node: Node) -> str:
+    if isinstance(node, Scan):
+        return f"{node.input} AS {node.alias}"
+    return f"the rows of {node.id}"
+
+
+def _regular_sides(plan: JoinPlan, node: Join) -> list[tuple[str, str]]:
+    out = []
+    for s in Side:
+        child = node.left if s is Side.LEFT else node.right
+        exprs = [k.left if s is Side.LEFT else k.right for k in node.keys]
+        layout = StateLayout.choose(plan.unique_key(child), exprs)
+        rows = {StateLayout.JOIN_KEY_CONTAINS_UNIQUE_KEY: "at most one row per join key",
+                StateLayout.UNIQUE_KEY: f"one row per unique key ({', '.join(plan.unique_key(child))})",
+                StateLayout.NO_UNIQUE_KEY: "every live row, counted (no unique key declared)"}[layout]
+        degree = ", with its match count (its unmatched rows are padded)" if node.join_type.preserves(s) else ""
+        out.append((f"{node.id}_{s.value}", f"{_side_label(child)}: {rows}{degree}; keyed by "
+                    f"{user_text(', '.join(exprs))} in {plan.config.state_buckets} buckets"))
+    return out
+
+
+def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tuple[str, str]]]:
+    """What runs a join (and why), and its state tables with what each holds."""
+    if isinstance(node, MultiJoin):
+        return ("multi-way operator: one pass over every input's state per touched key, no intermediate state",
+                [(f"{node.id}_{i}", f"{scan.input} AS {scan.alias}: every live row, keyed by the common key "
+                                    f"in {plan.config.state_buckets} buckets") for i, scan in enumerate(node.inputs)])
+    left, right = _side_label(node.left), _side_label(node.right)
+    if node.time_bound:
+        b = node.time_bound
+        bounds = (f"{'(' if b.lower_strict else '['}{'-inf' if b.lower is None else duration_text(b.lower)}, "
+                  f"{'+inf' if b.upper is None else duration_text(b.upper)}{')' if b.upper_strict else ']'}")
+        return (f"interval operator (Flink's RowTimeIntervalJoin): pairs with "
+                f"{user_text(q(b.left_time))} - {user_text(q(b.right_time))} in {bounds}",
+                [(f"{node.id}_{s.value}", f"{label}: rows that a future row of the other side can still match, "
+                                          "in slices of event time") for s, label in zip(Side, (left, right))])
+    if node.temporal and node.temporal.processing_time:
+        return ("lookup operator: each run reads the dimension's rows of the touched keys at its pinned version",
+                [])
+    if node.temporal:
+        return ("event-time temporal operator (Flink's TemporalRowTimeJoinOperator)",
+                [(f"{node.id}_probes", f"{left}: probes the watermark has not passed yet"),
+                 (f"{node.id}_versions", f"{right}: per key, the versions a future probe can still select")])
+    if node.window:
+        return ("window operator (Flink's WindowJoinOperator)",
+                [(f"{node.id}_{s.value}", f"{label}: rows of windows the watermark has not fired yet")
+                 for s, label in zip(Side, (left, right))])
+    if node.asof:
+        return ("ASOF operator: the touched keys recomputed from both sides' state",
+                [(f"{node.id}_{s.value}", f"{label}: every live row") for s, label in zip(Side, (left, right))])
+    return "binary operator (Flink's StreamingJoinOperator)", _regular_sides(plan, node)
+
+
+def watermark(plan: JoinPlan) -> str:
+    """What the model's watermark is made of, or why it has none."""
+    timed = [n for n in plan.nodes() if time_based(n)]
+    if not timed:
+        return "none: no join of this model waits for event time"
+    inputs = sorted({s.input for n in timed for s in scans(n)})
+    parts = []
+    for name in inputs:
+        spec = plan.inputs[name]
+        delay = f" - {duration_text(spec.watermark_delay)}" if spec.watermark_delay else ""
+        parts.append(f"{name}.{spec.event_time}{delay}")
+    lateness = f"; rows up to allowed_lateness {duration_text(plan.config.allowed_lateness)} behind it still count" \
+        if plan.config.allowed_lateness else ""
+    return (f"the smallest of the largest event times seen, each less its delay: {', '.join(parts)} "
+            f"(unset until every one of them has seen a row){lateness}")
+
+
+def retention(plan: JoinPlan) -> list[str]:
+    """What leaves each operator's state, and when."""
+    out = []
+    for node in plan.nodes():
+        if isinstance(node, Scan):
+            continue
+        if isinstance(node, Join) and node.time_bound:
+            out.append(f"{node.id}: a row leaves state once the watermark is past every time the bound lets it match; "
+                       "late rows are recorded in the late_rows table")
+        elif isinstance(node, Join) and node.window:
+            out.append(f"{node.id}: a window's rows leave state when the watermark passes its end")
+        elif isinstance(node, Join) and node.temporal and not node.temporal.processing_time:
+            out.append(f"{node.id}: a probe leaves state once emitted; versions no future probe can select leave state")
+        elif isinstance(node, Join) and node.temporal:
+            out.append(f"{node.id}: keeps no state")
+        elif plan.config.state_ttl:
+            out.append(f"{node.id}: rows not updated for state_ttl {duration_text(plan.config.state_ttl)} leave state "
+                       "(later retractions of them are ignored)")
+        else:
+            out.append(f"{node.id}: every live row stays (set state_ttl to bound it, as Flink's table.exec.state.ttl)")
+    return out
+
+
+def fit(plan: JoinPlan, tables: ModelTables) -> str:
+    """Whether the model's state was built by this plan: the next run continues, or needs a rebuild."""
+    last = manifest_of(tables.runs)
+    if last is None:
+        return "no run yet: the first run reads every input from its first version"
+    when = dt.datetime.fromtimestamp(last["started"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if last.get("plan") == plan_fingerprint(plan):
+        return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
+    return (f"built by another plan (last run {last['run']}, {when}): the SQL or configuration changed in a way the "
+            "state depends on, so the next run needs a rebuild (dbt run --full-refresh). What changed:\n"
+            f"{outline_diff(tables, plan)}")
+
+
+def describe(plan: JoinPlan, tables: ModelTables | None = None) -> str:
+    """The plan's outline and what the model keeps; with `tables`, the state's figures after the last
+    run and whether the plan still fits it."""
+    sizes = {}
+    if tables is not None and delta_log.exists(tables.runs):
+        sizes = {posixpath.basename(p): table_size(tables, p) for p in tables.state_tables() if delta_log.exists(p)}
+    lines = [plan.explain(), "", "operators and their state:"]
+    for node in plan.nodes():
+        if isinstance(node, Scan):
+            continue
+        operator, states = operator_state(plan, node)
+        lines.append(f"  {node.id} ({node.kind if isinstance(node, Join) else 'multi-way'} join): {operator}")
+        for name, holds in states:
+            size = sizes.get(name)
+            figures = f" [after the last run: {size.rows:,} rows in {size.files} files, {size.bytes / 2**20:.2f} MiB]" \
+                if size else ""
+            lines.append(f"    state {name}: {holds}{figures}")
+    for name, spec in plan.inputs.items():
+        if spec.changelog_format == "upsert":
+            size = sizes.get(f"{name}_upsert")
+            figures = f" [after the last run: {size.rows:,} rows]" if size else ""
+            lines.append(f"  input {name} (upsert): state {name}_upsert holds its latest row per unique key "
+                         f"({', '.join(spec.unique_key)}), to turn upserts into changes{figures}")
+    needs = append_only_inputs(plan)
+    lines += ["", "inputs:"]
+    for name, spec in plan.inputs.items():
+        rule = f"must be append-only: {needs[name]}" if name in needs else "inserts, updates and deletes"
+        time = f"; event time {spec.event_time}" if spec.event_time else ""
+        lines.append(f"  {name}: changelog_format {spec.changelog_format}{time}; {rule}")
+    lines += ["", f"watermark: {watermark(plan)}", "", "retention:", *(f"  {r}" for r in retention(plan))]
+    if tables is not None:
+        lines += ["", f"state: {fit(plan, tables)}"]
+    return "\n".join(lines) + "\n"

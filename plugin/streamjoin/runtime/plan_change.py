@@ -1,0 +1,39 @@
+"""What changed in a model's plan since its last run: the outline each run records, and its diff.
+
+Each run records its plan's outline (`JoinPlan.explain`) in its run-log row (metrics
+`plan_outline`). When a model's SQL or configuration changes what its state depends on, the run
+that refuses to continue, and `python -m streamjoin explain`, show the difference line by line.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+
+from ..sql.plan import JoinPlan
+from ..storage import delta_log
+from ..storage.tables import ModelTables
+
+#: The run log's metrics key holding the outline of the plan that ran.
+OUTLINE_KEY = "plan_outline"
+
+
+def last_outline(tables: ModelTables) -> str | None:
+    """The plan outline the model's last run recorded (None before the first run, or for a run
+    older than this record)."""
+    if not delta_log.exists(tables.runs):
+        return None
+    log = delta_log.table(tables.runs).to_pyarrow_table(columns=["run_id", "metrics"]).to_pylist()
+    if not log:
+        return None
+    last = max(log, key=lambda row: row["run_id"])
+    return json.loads(last["metrics"] or "{}").get(OUTLINE_KEY)
+
+
+def outline_diff(tables: ModelTables, plan: JoinPlan) -> str:
+    """The lines of the plan's outline that differ from the last run's, as a unified diff."""
+    before = last_outline(tables)
+    if before is None:
+        return "(the last run did not record its plan: it ran before this version of streamjoin)"
+    lines = difflib.unified_diff(before.splitlines(), plan.explain().splitlines(), "plan of the last run",
+                                 "plan now", lineterm="", n=1)
+    return "\n".join(lines) or "(the outlines are equal: the state's bucket count changed)"
