@@ -37,9 +37,9 @@ def s3_lake():
 #: modules (`--dist loadfile`) in collection order: starting with these, and leaving the short modules
 #: to fill in around them, keeps a long module from starting last and running alone at the end.
 LONGEST_FIRST = (
-    "tests/dbt/test_dbt_end_to_end.py", "tests/test_conformance.py", "tests/test_multiway_conformance.py",
-    "tests/airflow/test_dag_end_to_end.py", "tests/test_interval_join.py", "tests/cluster/test_cluster.py",
-    "tests/cluster/test_cluster_dbt.py", "tests/airflow/test_local_executor.py",
+    "tests/cluster/test_cluster_dbt.py", "tests/airflow/test_dag_end_to_end.py", "tests/test_conformance.py",
+    "tests/airflow/test_local_executor.py", "tests/test_multiway_conformance.py", "tests/cluster/test_cluster.py",
+    "tests/test_interval_join.py",
     "tests/test_window_join.py", "tests/test_temporal_join.py", "tests/test_flink_agreement.py",
     "tests/test_lookup_join.py", "tests/test_asof_join.py", "tests/test_regular_properties.py",
     "tests/test_multiway_property.py", "tests/dbt/test_dbt_failures.py", "tests/dbt/test_dbt_object_store.py",

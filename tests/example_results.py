@@ -1,5 +1,5 @@
 """The example project's results after each batch, worked out by hand, and the readers that compare
-them with what a build wrote: the dbt end-to-end tests (one `dbt build` per batch) and the Airflow demo
+them with what a build wrote: the dbt end-to-end test (tests/cluster, one `dbt build` per batch) and the Airflow demo
 (one DAG run per batch) check their tables against the same expectations."""
 from __future__ import annotations
 

@@ -84,10 +84,12 @@ print("DBT_SESSION " + json.dumps(out, default=str))
 """
 
 
-def dbt_session(commands: Sequence[Sequence[str]], *, project: Path, local_dir: Path) -> List[Dict[str, Any]]:
+def dbt_session(commands: Sequence[Sequence[str]], *, project: Path, local_dir: Path,
+                profiles_dir: Optional[Path] = None) -> List[Dict[str, Any]]:
     """Several dbt commands in one process (one SparkSession): per command its success, error and,
     for `dbt show`, the rows per node name."""
-    common = ["--project-dir", str(project), "--profiles-dir", str(project), "--log-path", str(local_dir / "logs"),
+    common = ["--project-dir", str(project), "--profiles-dir", str(profiles_dir or project),
+              "--log-path", str(local_dir / "logs"),
               "--target-path", str(local_dir / "target")]
     env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
            "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
