@@ -116,6 +116,49 @@ def test_after_runs_it_shows_the_states_figures_and_whether_a_changed_model_stil
     with pytest.raises(InputError) as refused:
         run_once(spark, changed, tables)
     message = str(refused.value)
-    assert "model 'm'" in message and "run it with --full-refresh. What changed:" in message
+    assert "model 'm'" in message and "run it with --full-refresh (or set on_plan_change" in message
     assert all(line in message.splitlines() for line in diff)
     assert {p: delta_log.version(p) for p in tables.all_tables()} == versions
+
+
+def test_on_plan_change_full_refresh_rebuilds_a_changed_model_and_fail_refuses_it(spark, tmp_path, caplog):
+    from streamjoin import api
+
+    left, right = str(tmp_path / "left"), str(tmp_path / "right")
+    write_deltalake(left, pa.table({"k": [1, 2], "v": ["a", "b"]}))
+    write_deltalake(right, pa.table({"k": [2, 3]}))
+    inputs = {"l": {"location": left, "changelog_format": "append", "relation": "l_in"},
+              "r": {"location": right, "changelog_format": "append", "relation": "r_in"}}
+    root = str(tmp_path / "models")
+    tables = ModelTables(root, "pc")
+    inner, left_join = ("SELECT l.k, l.v FROM l_in l JOIN r_in r ON l.k = r.k",
+                        "SELECT l.k, l.v FROM l_in l LEFT JOIN r_in r ON l.k = r.k")
+    api.run_model(spark, name="pc", sql=inner, inputs=inputs, config={}, root=root)
+    versions = {p: delta_log.version(p) for p in tables.all_tables()}
+
+    with pytest.raises(InputError, match=r"on_plan_change='full_refresh'.*What changed:\n--- plan of the last run"):
+        api.run_model(spark, name="pc", sql=left_join, inputs=inputs, config={"on_plan_change": "fail"}, root=root)
+    assert {p: delta_log.version(p) for p in tables.all_tables()} == versions
+
+    with caplog.at_level("WARNING", logger="streamjoin"):
+        report = api.run_model(spark, name="pc", sql=left_join, inputs=inputs,
+                               config={"on_plan_change": "full_refresh"}, root=root)
+    assert "refreshing it in full (on_plan_change='full_refresh')" in caplog.text
+    assert "+  left join j1 ON `l__k` = `r__k`" in caplog.text
+    assert report.run_id == 1 and report.changes_in == {"l": 2, "r": 2}  # replayed from the inputs' start
+    assert sorted(delta_log.table(tables.result).to_pyarrow_table().select(["k", "v"]).to_pylist(),
+                  key=lambda r: r["k"]) == [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}]
+
+    # the state fits again: the next run continues from it
+    write_deltalake(right, pa.table({"k": [1]}), mode="append")
+    report = api.run_model(spark, name="pc", sql=left_join, inputs=inputs,
+                           config={"on_plan_change": "full_refresh"}, root=root)
+    assert report.run_id == 2 and report.changes_in == {"l": 0, "r": 1}
+
+
+def test_on_plan_change_takes_fail_or_full_refresh():
+    from streamjoin.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="on_plan_change 'rebuild' is not one of fail, full_refresh"):
+        ModelConfig.from_dict({"on_plan_change": "rebuild"})
+    assert ModelConfig.from_dict({}).on_plan_change == "fail"

@@ -27,6 +27,7 @@ while later runs rewrite or add files.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -38,6 +39,7 @@ from sqlglot import exp
 
 from .errors import ConfigError
 from .operators.interval import late_sides
+from .runtime.plan_change import fits, outline_diff
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
@@ -50,6 +52,8 @@ from .storage.file_reads import with_positions
 from .storage.version_source import reference
 from .storage.tables import ModelTables
 from .types import q, text
+
+log = logging.getLogger("streamjoin")
 
 #: Columns of a streaming_join model's changelog that are bookkeeping, not data.
 CHANGELOG_META_COLUMNS = (ROW_KIND_COLUMN, RUN_ID_COLUMN)
@@ -71,7 +75,8 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
         root: Folder of all models' tables.
         relation: Catalog name to publish the result under; None publishes nothing.
         full_refresh: Drop the model's state, offsets and outputs first and replay every
-            input from its beginning.
+            input from its beginning. Under config `on_plan_change='full_refresh'` a run does so
+            by itself when the SQL or configuration changed what the state depends on.
         ignore: Config keys that belong to the caller (e.g. dbt's own) and are skipped.
 
     Raises:
@@ -80,6 +85,10 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     """
     plan = compile_model(name=name, sql=sql, inputs=inputs, config=config, ignore=ignore)
     tables = ModelTables(root, name)
+    if not full_refresh and plan.config.on_plan_change == "full_refresh" and not fits(plan, manifest_of(tables.runs)):
+        log.warning("streamjoin %s: the SQL or configuration changed what its state depends on; refreshing it in "
+                    "full (on_plan_change='full_refresh'). What changed:\n%s", name, outline_diff(tables, plan))
+        full_refresh = True
     if full_refresh:
         if relation:  # first: dropping a view reads it, so the tables it reads must still be there
             _drop_views(spark, relation)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 
-from .runtime.plan_change import outline_diff
-from .runtime.run import manifest_of, plan_fingerprint
+from .runtime.plan_change import fits, outline_diff
+from .runtime.run import manifest_of
 from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from .sql.strategy import user_text
 from .status import table_size
@@ -154,11 +154,12 @@ def fit(plan: JoinPlan, tables: ModelTables) -> str:
     if last is None:
         return "no run yet: the first run reads every input from its first version"
     when = dt.datetime.fromtimestamp(last["started"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if last.get("plan") == plan_fingerprint(plan):
+    if fits(plan, last):
         return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
+    then = ("the next run rebuilds it from its inputs (on_plan_change='full_refresh')"
+            if plan.config.on_plan_change == "full_refresh" else "the next run needs a rebuild (dbt run --full-refresh)")
     return (f"built by another plan (last run {last['run']}, {when}): the SQL or configuration changed in a way the "
-            "state depends on, so the next run needs a rebuild (dbt run --full-refresh). What changed:\n"
-            f"{outline_diff(tables, plan)}")
+            f"state depends on, so {then}. What changed:\n{outline_diff(tables, plan)}")
 
 
 def describe(plan: JoinPlan, tables: ModelTables | None = None) -> str:

@@ -16,6 +16,7 @@ from .types import parse_duration
 
 JoinStrategy = Literal["auto", "binary", "multi"]
 MissingRetractionPolicy = Literal["fail", "ignore"]
+PlanChangePolicy = Literal["fail", "full_refresh"]
 ChangelogFormat = Literal["changelog", "append", "cdf", "debezium", "upsert"]
 FORMATS: tuple[str, ...] = ("changelog", "append", "cdf", "debezium", "upsert")
 #: Formats whose changes may all be insertions (checked per run); the others update rows by design.
@@ -166,6 +167,9 @@ class InputSpec:
             problems.append(f"input '{name}': storage_options must map option names to values, e.g. "
                             "{AWS_ENDPOINT_URL: 'http://127.0.0.1:9000', AWS_REGION: 'us-east-1'}")
             options = {}
+        on_plan_change = raw.get("on_plan_change", "fail")
+        if on_plan_change not in ("fail", "full_refresh"):
+            problems.append(f"on_plan_change '{on_plan_change}' is not one of fail, full_refresh")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -194,9 +198,12 @@ class ModelConfig:
     on_missing_retraction: MissingRetractionPolicy = "fail"
     output_unique_key: tuple[str, ...] = ()
     state_buckets: int = 16
+    #: when the SQL or configuration changed what the state depends on: refuse the run (`fail`), or
+    #: drop the state and outputs and replay every input as `--full-refresh` does (`full_refresh`)
+    on_plan_change: PlanChangePolicy = "fail"
 
     KEYS = ("join_strategy", "state_ttl", "allowed_lateness", "on_missing_retraction",
-            "output_unique_key", "state_buckets")
+            "output_unique_key", "state_buckets", "on_plan_change")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, *, model: str | None = None,
@@ -224,6 +231,9 @@ class ModelConfig:
         buckets = raw.get("state_buckets", 16)
         if not isinstance(buckets, int) or not 1 <= buckets <= 4096:
             problems.append(f"state_buckets {buckets!r} must be a whole number from 1 to 4096")
+        on_plan_change = raw.get("on_plan_change", "fail")
+        if on_plan_change not in ("fail", "full_refresh"):
+            problems.append(f"on_plan_change '{on_plan_change}' is not one of fail, full_refresh")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -233,4 +243,5 @@ class ModelConfig:
             on_missing_retraction=policy,
             output_unique_key=key,
             state_buckets=buckets,
+            on_plan_change=on_plan_change,
         )

@@ -1,13 +1,17 @@
-"""What changed in a model's plan since its last run: the outline each run records, and its diff.
+"""Whether a model's state still fits its plan, and what changed in the plan since its last run.
 
-Each run records its plan's outline (`JoinPlan.explain`) in its run-log row (metrics
-`plan_outline`). When a model's SQL or configuration changes what its state depends on, the run
-that refuses to continue, and `python -m streamjoin explain`, show the difference line by line.
+A run records its plan's fingerprint (a hash of what state depends on) in its manifest, and its
+plan's outline (`JoinPlan.explain`) in its run-log row (metrics `plan_outline`). When a model's SQL
+or configuration changes what its state depends on, the run that refuses to continue (or, under
+`on_plan_change='full_refresh'`, rebuilds), and `python -m streamjoin explain`, show the difference
+line by line.
 """
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+from typing import Any, Mapping
 
 from ..sql.plan import JoinPlan
 from ..storage import delta_log
@@ -15,6 +19,17 @@ from ..storage.tables import ModelTables
 
 #: The run log's metrics key holding the outline of the plan that ran.
 OUTLINE_KEY = "plan_outline"
+
+
+def plan_fingerprint(plan: JoinPlan) -> str:
+    """A hash of what state depends on; a change means state must be rebuilt."""
+    shape = f"{plan.explain()}\nbuckets={plan.config.state_buckets}"
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def fits(plan: JoinPlan, last_manifest: Mapping[str, Any] | None) -> bool:
+    """Whether the state the run of `last_manifest` left (none before a first run) fits `plan`."""
+    return not last_manifest or last_manifest.get("plan") == plan_fingerprint(plan)
 
 
 def last_outline(tables: ModelTables) -> str | None:

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import posixpath
@@ -42,7 +41,7 @@ from . import lease
 from .executor import Executor
 from .intermediates import Intermediates
 from .phases import Phases
-from .plan_change import OUTLINE_KEY, outline_diff
+from .plan_change import OUTLINE_KEY, fits, outline_diff, plan_fingerprint
 from .report import RunReport
 from .sizing import shuffle_partitions
 from .spark_jobs import JobGroup
@@ -54,12 +53,6 @@ PROGRESS_AT = 1_000_000
 
 def app_id(model: str) -> str:
     return f"streamjoin:{model}"
-
-
-def plan_fingerprint(plan: JoinPlan) -> str:
-    """A hash of what state depends on; a change means state must be rebuilt (--full-refresh)."""
-    shape = f"{plan.explain()}\nbuckets={plan.config.state_buckets}"
-    return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
 def manifest_of(path: str) -> dict[str, Any] | None:
@@ -158,10 +151,10 @@ class Run:
                 if manifest is not None:
                     return run_id, manifest, True
         previous = manifest_of(self.tables.runs) or {}
-        fingerprint = plan_fingerprint(self.plan)
-        if previous and previous.get("plan") != fingerprint:
+        if not fits(self.plan, previous):
             raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
-                             "fits; run it with --full-refresh. What changed:\n"
+                             "fits; run it with --full-refresh (or set on_plan_change='full_refresh', and runs do so "
+                             "themselves). What changed:\n"
                              f"{outline_diff(self.tables, self.plan)}", model=self.plan.model)
         offsets = {}
         for name, spec in self.plan.inputs.items():
@@ -172,7 +165,7 @@ class Run:
                              "table_id": _table_id(spec.location)}
             self.check_not_rebuilt(name, spec, consumed, offsets[name])
         versions = {path: delta_log.version(path) for path in self.tables.all_tables()}
-        manifest = {"run": run_id, "plan": fingerprint, "offsets": offsets, "versions": versions,
+        manifest = {"run": run_id, "plan": plan_fingerprint(self.plan), "offsets": offsets, "versions": versions,
                     "started": time.time()}
         return run_id, manifest, False
 
