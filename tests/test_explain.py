@@ -78,6 +78,14 @@ def test_a_temporal_join_needs_only_its_probe_side_append_only():
     assert "prices: changelog_format upsert; event time ts; inserts, updates and deletes" in inputs
 
 
+def test_an_asof_join_keeps_every_live_row_whatever_the_state_ttl():
+    sql = "select o.order_id, p.price from orders o asof join prices p match_condition(o.ts >= p.ts) on o.product_id = p.product_id"
+    text = describe(compile_sql("m", sql, {"orders": ORDERS, "prices": PRICES}, ModelConfig.from_dict({"state_ttl": "1 hour"})))
+    assert section(text, "retention").strip() == \
+        "j1: every live row of both inputs stays (state_ttl does not apply to ASOF joins)"
+    assert "state j1_left: orders AS o: every live row" in text and "watermark: none" in text
+
+
 def test_after_runs_it_shows_the_states_figures_and_whether_a_changed_model_still_fits(spark, tmp_path):
     orders, ships = str(tmp_path / "orders"), str(tmp_path / "ships")
     write_deltalake(orders, pa.table({"order_id": [1, 2, 3], "product_id": [7, 7, 8]}))

@@ -140,6 +140,8 @@ def retention(plan: JoinPlan) -> list[str]:
             out.append(f"{node.id}: a probe leaves state once emitted; versions no future probe can select leave state")
         elif isinstance(node, Join) and node.temporal:
             out.append(f"{node.id}: keeps no state")
+        elif isinstance(node, Join) and node.asof:
+            out.append(f"{node.id}: every live row of both inputs stays (state_ttl does not apply to ASOF joins)")
         elif plan.config.state_ttl:
             out.append(f"{node.id}: rows not updated for state_ttl {duration_text(plan.config.state_ttl)} leave state "
                        "(later retractions of them are ignored)")
