@@ -155,14 +155,12 @@ def explain(model: Mapping[str, Any], inputs: List[Mapping[str, Any]], *, state_
             relation: str) -> str:
     """What the model computes and keeps, its state's figures after the last run, and whether its
     current SQL and configuration still fit that state (see ``streamjoin.explain``)."""
-    from streamjoin.api import compile_model
     from streamjoin.explain import describe
     from streamjoin.storage.tables import ModelTables
 
     args = run_arguments(model, inputs, state_root=state_root, project_root=project_root, relation=relation,
                          full_refresh=False)
-    plan = compile_model(name=args["name"], sql=args["sql"], inputs=args["inputs"], config=args["config"])
-    return describe(plan, ModelTables(args["root"], args["name"]))
+    return describe(_plan(args), ModelTables(args["root"], args["name"]))
 
 
 #: Jinja at the top of a model file that renders to nothing: `{{ config(...) }}`, `{# ... #}`,
@@ -199,15 +197,20 @@ def file_lines(raw: str, compiled: str) -> str:
 def _explain(args: Mapping[str, Any]) -> Optional[str]:
     """The plan outline and what the model keeps, or None when the model does not compile (the run
     reports why)."""
-    from streamjoin.api import compile_model
     from streamjoin.errors import StreamJoinError
     from streamjoin.explain import describe
 
     try:
-        return describe(compile_model(name=args["name"], sql=args["sql"], inputs=args["inputs"],
-                                      config=args["config"]))
+        return describe(_plan(args))
     except StreamJoinError:
         return None
+
+
+def _plan(args: Mapping[str, Any]) -> Any:
+    """The join plan of the run `args` describe (see ``run_arguments``)."""
+    from streamjoin.api import compile_model
+
+    return compile_model(name=args["name"], sql=args["sql"], inputs=args["inputs"], config=args["config"])
 
 
 def _literal(value: Any, indent: int) -> str:
