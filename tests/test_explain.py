@@ -170,3 +170,12 @@ def test_on_plan_change_takes_fail_or_full_refresh():
     with pytest.raises(ConfigError, match="on_plan_change 'rebuild' is not one of fail, full_refresh"):
         ModelConfig.from_dict({"on_plan_change": "rebuild"})
     assert ModelConfig.from_dict({}).on_plan_change == "fail"
+
+
+def test_a_lookup_join_keeps_no_state_and_reads_the_dimension_whole():
+    probes = spec("clicks", {"order_id": "bigint"}, proc_time="pt", changelog_format="append")
+    sql = "select c.order_id, p.price from clicks c join prices for system_time as of c.pt as p on c.order_id = p.product_id"
+    text = describe(compile_sql("m", sql, {"clicks": probes, "prices": PRICES}, ModelConfig()))
+    assert "lookup operator: each run reads the dimension whole, at the version the run reads to" in text
+    assert "j1: keeps no state" in section(text, "retention")
+    assert "clicks: changelog_format append; must be append-only: it is the probe side" in section(text, "inputs")

@@ -92,8 +92,7 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
                 [(f"{node.id}_{s.value}", f"{label}: rows that a future row of the other side can still match, "
                                           "in slices of event time") for s, label in zip(Side, (left, right))])
     if node.temporal and node.temporal.processing_time:
-        return ("lookup operator: each run reads the dimension's rows of the touched keys at its pinned version",
-                [])
+        return ("lookup operator: each run reads the dimension whole, at the version the run reads to", [])
     if node.temporal:
         return ("event-time temporal operator (Flink's TemporalRowTimeJoinOperator)",
                 [(f"{node.id}_probes", f"{left}: probes the watermark has not passed yet"),
