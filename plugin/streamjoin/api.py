@@ -37,9 +37,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from .errors import ConfigError
+from .errors import ConfigError, PlanChangedError
 from .operators.interval import late_sides
-from .runtime.plan_change import fits, outline_diff
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
@@ -85,19 +84,28 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
     """
     plan = compile_model(name=name, sql=sql, inputs=inputs, config=config, ignore=ignore)
     tables = ModelTables(root, name)
-    if not full_refresh and plan.config.on_plan_change == "full_refresh" and not fits(plan, manifest_of(tables.runs)):
-        log.warning("streamjoin %s: the SQL or configuration changed what its state depends on; refreshing it in "
-                    "full (on_plan_change='full_refresh'). What changed:\n%s", name, outline_diff(tables, plan))
-        full_refresh = True
-    if full_refresh:
-        if relation:  # first: dropping a view reads it, so the tables it reads must still be there
-            _drop_views(spark, relation)
-        filesystem.delete_dir(tables.home)
     apply_runtime_defaults(spark)
-    report = run_once(spark, plan, tables)
+    if full_refresh:
+        _drop_model(spark, tables, relation)
+    try:
+        report = run_once(spark, plan, tables)
+    except PlanChangedError as exc:  # raised before the run wrote anything
+        if full_refresh or plan.config.on_plan_change != "full_refresh":
+            raise
+        log.warning("streamjoin %s: the SQL or configuration changed: %s; refreshing it in full "
+                    "(on_plan_change='full_refresh'). What changed:\n%s", name, exc.what, exc.diff)
+        _drop_model(spark, tables, relation)
+        report = run_once(spark, plan, tables)
     if relation:
         publish(spark, plan=plan, tables=tables, relation=relation, sql=sql, relations=_relations(inputs))
     return report
+
+
+def _drop_model(spark: SparkSession, tables: ModelTables, relation: str | None) -> None:
+    """Drop the model's views (if published) and tables, for a run that replays its inputs from the start."""
+    if relation:  # first: dropping a view reads it, so the tables it reads must still be there
+        _drop_views(spark, relation)
+    filesystem.delete_dir(tables.home)
 
 
 def compile_model(*, name: str, sql: str, inputs: Mapping[str, Mapping[str, Any]],

@@ -42,6 +42,18 @@ class InputError(StreamJoinError):
         super().__init__((", ".join(where) + ": " if where else "") + message)
 
 
+class PlanChangedError(InputError):
+    """Raised when a model's SQL or configuration changed so that its state no longer fits; nothing was written.
+
+    `what` says why the state must be rebuilt, `diff` shows the plan's outline before and now."""
+
+    def __init__(self, what: str, diff: str, *, model: str) -> None:
+        self.what, self.diff = what, diff
+        super().__init__(f"the model's SQL or configuration changed since its last run: {what}; run it with "
+                         "--full-refresh (or set on_plan_change='full_refresh', and runs do so themselves). What "
+                         f"changed:\n{diff}", model=model)
+
+
 class ConcurrentRunError(StreamJoinError):
     """Raised when another run of the same model committed first; nothing was written."""
 

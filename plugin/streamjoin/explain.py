@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 
-from .runtime.plan_change import fits, outline_diff
+from .errors import PlanChangedError
+from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
 from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from .sql.strategy import user_text
@@ -155,12 +156,16 @@ def fit(plan: JoinPlan, tables: ModelTables) -> str:
     if last is None:
         return "no run yet: the first run reads every input from its first version"
     when = dt.datetime.fromtimestamp(last["started"], dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if fits(plan, last):
-        return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
-    then = ("the next run rebuilds it from its inputs (on_plan_change='full_refresh')"
-            if plan.config.on_plan_change == "full_refresh" else "the next run needs a rebuild (dbt run --full-refresh)")
-    return (f"built by another plan (last run {last['run']}, {when}): the SQL or configuration changed in a way the "
-            f"state depends on, so {then}. What changed:\n{outline_diff(tables, plan)}")
+    try:
+        if not reprojects(plan, last, tables):
+            return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
+    except PlanChangedError as exc:
+        then = ("the next run rebuilds it from its inputs (on_plan_change='full_refresh')"
+                if plan.config.on_plan_change == "full_refresh" else "the next run needs a rebuild (dbt run --full-refresh)")
+        return f"built by another plan (last run {last['run']}, {when}): {exc.what}, so {then}. What changed:\n{exc.diff}"
+    return (f"fits (last run {last['run']}, {when}): only the projection changed (output columns, filters after the "
+            "last join), so the next run re-projects the result from state with no rebuild, provided the output "
+            f"columns keep their names and types. What changed:\n{outline_diff(tables, plan)}")
 
 
 def describe(plan: JoinPlan, tables: ModelTables | None = None) -> str:

@@ -68,11 +68,14 @@ class Executor:
 
     def output(self) -> DataFrame:
         """The run's consolidated change of the model's output columns."""
-        delta = self.delta(self.plan.root)
+        return consolidate(self.projected(self.delta(self.plan.root)), self.plan.output_names)
+
+    def projected(self, rows: DataFrame) -> DataFrame:
+        """Weighted rows of the last join as the model outputs them: its filters after the join
+        applied, projected onto the output columns (not consolidated)."""
         for f in self.plan.filters:
-            delta = delta.where(F.expr(f))
-        projected = delta.select(*[F.expr(o.expr).alias(o.name) for o in self.plan.outputs], col(WEIGHT))
-        return consolidate(projected, self.plan.output_names)
+            rows = rows.where(F.expr(f))
+        return rows.select(*[F.expr(o.expr).alias(o.name) for o in self.plan.outputs], col(WEIGHT))
 
     def output_inserts_only(self) -> bool:
         """True when this run's output change can hold no retraction: every input only inserts and

@@ -1,10 +1,16 @@
 """Whether a model's state still fits its plan, and what changed in the plan since its last run.
 
-A run records its plan's fingerprint (a hash of what state depends on) in its manifest, and its
-plan's outline (`JoinPlan.explain`) in its run-log row (metrics `plan_outline`). When a model's SQL
-or configuration changes what its state depends on, the run that refuses to continue (or, under
-`on_plan_change='full_refresh'`, rebuilds), and `python -m streamjoin explain`, show the difference
-line by line.
+A run records two fingerprints in its manifest: its whole plan's (`plan`) and that of the part its
+state depends on (`state`: the joins, what each input keeps, not the filters after the last join
+nor the output columns). It records the plan's outline (`JoinPlan.explain`) in its run-log row
+(metrics `plan_outline`). Against the last run's manifest, a plan is one of:
+
+- the same plan: the run continues;
+- a change of the projection only (`reprojects`): the run re-projects the result from the last
+  join's state (`runtime.reprojection`), where that state holds every row the result is made of;
+- any other change: the state must be rebuilt. The run refuses (`PlanChangedError`; under
+  `on_plan_change='full_refresh'` the model is refreshed in full), and it, like
+  `python -m streamjoin explain`, shows the difference line by line.
 """
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from ..sql.plan import JoinPlan
+from ..errors import PlanChangedError
+from ..sql.plan import Join, JoinPlan, Scan
 from ..storage import delta_log
 from ..storage.tables import ModelTables
+from ..types import Side
 
 #: The run log's metrics key holding the outline of the plan that ran.
 OUTLINE_KEY = "plan_outline"
@@ -27,9 +35,53 @@ def plan_fingerprint(plan: JoinPlan) -> str:
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
+def state_fingerprint(plan: JoinPlan) -> str:
+    """A hash of what the state depends on (the plan without its projection)."""
+    shape = f"{plan.state_outline()}\nbuckets={plan.config.state_buckets}"
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
 def fits(plan: JoinPlan, last_manifest: Mapping[str, Any] | None) -> bool:
-    """Whether the state the run of `last_manifest` left (none before a first run) fits `plan`."""
+    """Whether the state the run of `last_manifest` left (none before a first run) fits `plan` as it is."""
     return not last_manifest or last_manifest.get("plan") == plan_fingerprint(plan)
+
+
+def reprojection_blocker(plan: JoinPlan) -> str | None:
+    """Why the model's result cannot be re-projected from its last join's state (None: it can).
+
+    It can when that state holds every row the result was made of: a regular or multi-way last
+    join, no `state_ttl`, and the rows its state does not keep (NULL join keys of a side it
+    pads) coming straight from an input, whose snapshot holds them."""
+    root = plan.root
+    if plan.config.state_ttl is not None:
+        return "state_ttl lets rows leave state that the result still holds"
+    if isinstance(root, Join):
+        if root.time_bound or root.temporal or root.window or root.asof:
+            article = "an" if root.kind[0] in "aeiou" else "a"
+            return f"the last join is {article} {root.kind} join, whose state does not keep every row its result was made of"
+        if root.null_aware:
+            return "the last join is NOT IN, whose state does not keep the subquery's NULL rows"
+        padded = [child for child, side in ((root.left, Side.LEFT), (root.right, Side.RIGHT))
+                  if root.join_type.preserves(side) and not isinstance(child, Scan)]
+        if padded:
+            return (f"the last join pads the rows of join {padded[0].id} with a NULL key, which its state does not "
+                    "keep")
+    return None
+
+
+def reprojects(plan: JoinPlan, last_manifest: Mapping[str, Any] | None, tables: ModelTables) -> bool:
+    """True when only the projection changed since the last run (the run re-projects the result),
+    False when the plan is the same; raises `PlanChangedError` when the state must be rebuilt."""
+    if fits(plan, last_manifest):
+        return False
+    assert last_manifest is not None
+    same_state = last_manifest.get("state") == state_fingerprint(plan)
+    why = reprojection_blocker(plan) if same_state else None
+    if same_state and why is None:
+        return True
+    what = (f"only its projection changed, but the result cannot be re-projected from state: {why}" if same_state
+            else "the change reaches its joins or what they keep, so its state no longer fits")
+    raise PlanChangedError(what, outline_diff(tables, plan), model=plan.model)
 
 
 def last_outline(tables: ModelTables) -> str | None:

@@ -37,11 +37,11 @@ from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
 from ..zset import bad_row_kinds_test, col
-from . import lease
+from . import lease, reprojection
 from .executor import Executor
 from .intermediates import Intermediates
 from .phases import Phases
-from .plan_change import OUTLINE_KEY, fits, outline_diff, plan_fingerprint
+from .plan_change import OUTLINE_KEY, outline_diff, plan_fingerprint, reprojects, state_fingerprint
 from .report import RunReport
 from .sizing import shuffle_partitions
 from .spark_jobs import JobGroup
@@ -151,11 +151,7 @@ class Run:
                 if manifest is not None:
                     return run_id, manifest, True
         previous = manifest_of(self.tables.runs) or {}
-        if not fits(self.plan, previous):
-            raise InputError("the model's SQL or configuration changed since its last run, so its state no longer "
-                             "fits; run it with --full-refresh (or set on_plan_change='full_refresh', and runs do so "
-                             "themselves). What changed:\n"
-                             f"{outline_diff(self.tables, self.plan)}", model=self.plan.model)
+        reproject = reprojects(self.plan, previous, self.tables)
         offsets = {}
         for name, spec in self.plan.inputs.items():
             if spec.location is None or not delta_log.exists(spec.location):
@@ -165,8 +161,9 @@ class Run:
                              "table_id": _table_id(spec.location)}
             self.check_not_rebuilt(name, spec, consumed, offsets[name])
         versions = {path: delta_log.version(path) for path in self.tables.all_tables()}
-        manifest = {"run": run_id, "plan": plan_fingerprint(self.plan), "offsets": offsets, "versions": versions,
-                    "started": time.time()}
+        manifest = {"run": run_id, "plan": plan_fingerprint(self.plan), "state": state_fingerprint(self.plan),
+                    "offsets": offsets, "versions": versions, "started": time.time(),
+                    **({"reproject": True} if reproject else {})}
         return run_id, manifest, False
 
     def check_not_rebuilt(self, name: str, spec: InputSpec, consumed: Mapping[str, Any], now: Mapping[str, Any]) -> None:
@@ -225,7 +222,12 @@ class Run:
         with phases("plan"):
             run_id, manifest, resumed = self.prepare()
         offsets = manifest["offsets"]
-        if not resumed and all(o["start"] == o["end"] for o in offsets.values()):
+        reproject = bool(manifest.get("reproject"))
+        if reproject and not resumed:
+            log.warning("streamjoin %s: only its projection (output columns, filters after its last join) changed "
+                        "since its last run; run %d re-projects its result from state, with no rebuild. What "
+                        "changed:\n%s", self.plan.model, run_id, outline_diff(self.tables, self.plan))
+        if not resumed and not reproject and all(o["start"] == o["end"] for o in offsets.values()):
             return RunReport(self.plan.model, None, "no changes", offsets=offsets, previous_run=run_id - 1)
         writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
         try:
@@ -243,9 +245,13 @@ class Run:
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000),
                                         {name: o["end"] for name, o in offsets.items()})
-                    output = self.intermediates.keep(executor.output())
+                    output = executor.output()
+                    if reproject:
+                        output = reprojection.output_change(executor, output,
+                                                            {name: o["start"] for name, o in offsets.items()})
+                    output = self.intermediates.keep(output)
                     result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
-                                          inserts_only=executor.output_inserts_only())
+                                          inserts_only=executor.output_inserts_only() and not reproject)
                     staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
                               result.write]
                 progress.done("join", lambda: f"{len(staged)} tables staged for one write pass over {progress.changes:,} changes")
@@ -263,7 +269,7 @@ class Run:
                 for count in executor.counted_after_writes:
                     count()
             progress.done("count", lambda: f"rows out {', '.join(f'{k}{v:,}' for k, v in rows_out.items()) or '-'}")
-            metrics = {**executor.metrics, "state_rows": state_rows, "spark_jobs": spark_jobs,
+            metrics = {**executor.metrics, **({"reprojected": True} if reproject else {}), "state_rows": state_rows, "spark_jobs": spark_jobs,
                        "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
                        OUTLINE_KEY: self.plan.explain()}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,

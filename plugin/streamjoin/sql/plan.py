@@ -329,6 +329,23 @@ class JoinPlan:
 
     def explain(self) -> str:
         """A readable outline of the plan, used in the generated code and the run log."""
+        return "\n".join([*self._tree_lines(), *self.projection_lines(), *(f"  note: {n}" for n in self.notes)])
+
+    def projection_lines(self) -> list[str]:
+        """The outline's lines of what the model does with its last join's rows: the filters that
+        apply after it and the output columns. Its state does not depend on them."""
+        lines = [f"  filter {' AND '.join(self.filters)}"] if self.filters else []
+        return lines + ["  select " + ", ".join(f"{o.expr} AS {o.name}" for o in self.outputs)]
+
+    def state_outline(self) -> str:
+        """What the model's state depends on: the outline without its projection, plus the columns
+        each input keeps (the state holds them). The residual condition of a last join that is a
+        regular inner join is a filter of its pairs: its state does not depend on it either."""
+        kept = [f"  columns of {s.alias}: {', '.join(name for name, _ in s.columns)}"
+                for s in self.nodes() if isinstance(s, Scan)]
+        return "\n".join([*self._tree_lines(state=True), *kept, *(f"  note: {n}" for n in self.notes)])
+
+    def _tree_lines(self, *, state: bool = False) -> list[str]:
         lines = [f"model {self.model}"]
 
         def walk(node: Node, depth: int) -> None:
@@ -346,7 +363,8 @@ class JoinPlan:
                     lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
                 keys = " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in node.keys)
-                extra = f" residual {node.residual}" if node.residual else ""
+                filters_pairs = state and node is self.root and node.kind == "inner" and node.time_bound is None
+                extra = f" residual {node.residual}" if node.residual and not filters_pairs else ""
                 if node.time_bound:
                     extra += f" interval {node.time_bound}"
                 if node.temporal:
@@ -366,11 +384,7 @@ class JoinPlan:
                     walk(scan, depth + 2)
 
         walk(self.root, 1)
-        if self.filters:
-            lines.append(f"  filter {' AND '.join(self.filters)}")
-        lines.append("  select " + ", ".join(f"{o.expr} AS {o.name}" for o in self.outputs))
-        lines.extend(f"  note: {n}" for n in self.notes)
-        return "\n".join(lines)
+        return lines
 
 
 def _where(predicates: tuple[str, ...]) -> str:

@@ -1,0 +1,118 @@
+"""The run after a change of a model's projection only (its output columns' expressions, the
+filters after its last join): the result becomes the new projection of everything the last join's
+state holds, with no rebuild and no state written for it.
+
+With J the last join's output, its change this run ΔJ and R the result before the run:
+
+    Δ result = project_new(J_before + ΔJ) - R
+
+J_before comes from the last join's state: the join's own operator runs once more with every
+stored row as a new row and empty state (an incremental join from empty state computes its
+batch result), plus the NULL-keyed rows of a side it pads, which no state keeps, from that
+input's snapshot as the last run left it. `plan_change.reprojection_blocker` says when this holds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..errors import PlanChangedError
+from ..operators.multiway import input_side
+from ..operators.regular import JoinSide
+from ..sql.plan import Join, Node, Scan
+from ..storage import delta_log, file_reads, formats
+from ..storage.results import BUCKET, output_schema
+from ..storage.state import StateTable
+from ..types import Side
+from ..zset import WEIGHT, col, consolidate
+from .executor import Executor
+from .plan_change import outline_diff
+
+
+@dataclass
+class StateReplay(Executor):
+    """Evaluates the plan's last join over its state alone: each child's rows are what the join's
+    state holds of that side, and the join runs from empty state, writing nothing."""
+
+    input_starts: Mapping[str, int | None] = field(default_factory=dict)  # per input: the version the last run read to
+
+    @classmethod
+    def of(cls, executor: Executor, input_starts: Mapping[str, int | None]) -> "StateReplay":
+        given = {f.name: getattr(executor, f.name) for f in fields(Executor) if f.name in _REQUIRED}
+        return cls(**given, input_starts=input_starts)
+
+    def delta(self, node: Node) -> DataFrame:
+        return super().delta(node) if node is self.plan.root else self.stored(node)
+
+    def stored(self, child: Node) -> DataFrame:
+        """The rows of the last join's side `child`: those its state holds, plus, on a side the join
+        pads, the NULL-keyed rows of its input's snapshot (state keeps none of them)."""
+        root = self.plan.root
+        if isinstance(root, Join):
+            s = Side.LEFT if child is root.left else Side.RIGHT
+            side, name, padded = self.join_sides(root)[s], f"{root.id}_{s.value}", root.join_type.preserves(s)
+        else:
+            i = root.inputs.index(child)
+            types = self.common_key_types([self.schema(scan) for scan in root.inputs], root.keys)
+            side, name, padded = input_side(self, root, i, types), f"{root.id}_{i}", i == 0
+        state = Executor.state_table(self, name, side)
+        rows = _side_rows(side, state.read(self.spark, None, side.with_keys))
+        if padded and isinstance(child, Scan):
+            spec = self.plan.inputs[child.input]
+            start = self.input_starts.get(child.input)
+            if start is not None:
+                snapshot = self.scan(child, formats.snapshot(self.spark, spec, start))
+                rows = rows.unionByName(_side_rows(side, side.with_keys(snapshot).where(side.null_key())))
+        return rows
+
+    def state_table(self, name: str, side: JoinSide) -> StateTable:
+        return replace(super().state_table(name, side), version=None)
+
+    def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
+        """The replay writes no state."""
+
+    def count_metrics(self, node: Node, fixed: dict, counters: Mapping) -> None:
+        """The replay's figures are not the run's."""
+
+
+_REQUIRED = ("spark", "plan", "tables", "versions", "run_id", "changes", "insert_only", "persist", "writer",
+             "now_ms", "input_versions")
+
+
+def _side_rows(side: JoinSide, rows: DataFrame) -> DataFrame:
+    return rows.select(*[col(c) for c in side.columns], col(WEIGHT))
+
+
+def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[str, int | None]) -> DataFrame:
+    """The run's output change when it re-projects: `change` (the new projection of this run's
+    change of the last join) plus the new projection of the join before the run, minus the result
+    before the run. Raises `PlanChangedError` if the new projection's columns are not the result's."""
+    plan, tables = executor.plan, executor.tables
+    version = executor.versions.get(tables.result)
+    schema = output_schema(change)
+    if version is not None:
+        check_columns(plan.model, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)),
+                      outline_diff(tables, plan))
+    replay = StateReplay.of(executor, input_starts)
+    before = replay.projected(replay.delta(plan.root))
+    held = file_reads.read(executor.spark, delta_log.data_files(tables.result, version), schema)
+    names = plan.output_names
+    retracted = held.select(*[col(c) for c in names], F.lit(-1).cast("long").alias(WEIGHT))
+    return consolidate(change.unionByName(before).unionByName(retracted), names)
+
+
+def check_columns(model: str, schema: StructType, held: StructType, diff: str) -> None:
+    """Refuse a projection whose columns (names, types, order) differ from those of the result
+    table (`held`): the changelog table's schema fixes them. `diff` is the plan's, for the error."""
+    def columns(struct: StructType) -> list[str]:
+        return [f"{f.name} {f.dataType.simpleString()}" for f in struct.fields if f.name != BUCKET]
+
+    was, now = columns(held), columns(schema)
+    if was != now:
+        raise PlanChangedError(f"only its projection changed, but so did its output columns ({', '.join(was)} before, "
+                               f"{', '.join(now)} now), which its changelog table keeps", diff, model=model)
