@@ -4,7 +4,9 @@ A small project in a temporary folder (its inputs are Delta tables the test writ
 twice. The first `dbt run` builds the two models that will fail later and rejects the ones
 that never compile; between the runs one input's schema changes and another input receives a
 row that makes the model's SELECT raise mid-run (Spark's `raise_error`); the second run must reject
-both while leaving every Delta table of those models at the version it had.
+both while leaving every Delta table of those models at the version it had. Between the runs a
+third model's SQL is edited too, in its projection only: the second run applies the edit from
+state, with no rebuild.
 """
 from __future__ import annotations
 
@@ -72,8 +74,13 @@ MODELS = {
     "fails_midway": "select l.k, case when l.v = e.v then raise_error('ratio undefined: v equals e.v') "
                     "else 100 div (l.v - e.v) end as ratio from {{ source('src', 'left_in') }} l "
                     "join {{ source('src', 'events') }} e on l.k = e.k",
+    "reprojected": "select l.k, l.v, e.v as ev from {{ source('src', 'left_in') }} l "
+                   "left join {{ source('src', 'events') }} e on l.k = e.k",
 }
 LATE_MODELS = ("drifting_input", "fails_midway")
+#: reprojected's SQL as edited between the runs: other output expressions, a filter after its join
+REPROJECTED = ("select l.k, l.v * 2 as v, e.v as ev from {{ source('src', 'left_in') }} l "
+               "left join {{ source('src', 'events') }} e on l.k = e.k where e.v is null or e.v < l.v")
 
 
 def _changelog(**columns: list) -> pa.Table:
@@ -122,7 +129,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     write_deltalake(str(inputs / "right_in"), changed, mode="overwrite", schema_mode="overwrite")
     write_deltalake(str(inputs / "events"), pa.table({"k": pa.array([2], pa.int64()), "v": pa.array([20], pa.int64())}),
                     mode="append")
-    second = dbt(["run", "--select", *LATE_MODELS], project=project, local_dir=local_dir)
+    (project / "models" / "reprojected.sql").write_text(REPROJECTED)
+    second = dbt(["run", "--select", *LATE_MODELS, "reprojected"], project=project, local_dir=local_dir)
     after = {m: versions(_tables(local_dir, m)) for m in LATE_MODELS}
     return Outcome(first, second, local_dir, before, after)
 
@@ -135,7 +143,8 @@ def _message(invocation: Invocation, model: str) -> str:
 
 def test_first_run_builds_the_valid_models(outcome: Outcome) -> None:
     assert outcome.first.statuses() == {"unsupported_sql": "error", "bad_config": "error",
-                                        "drifting_input": "success", "fails_midway": "success"}, outcome.first.output
+                                        "drifting_input": "success", "fails_midway": "success",
+                                        "reprojected": "success"}, outcome.first.output
     assert rows(outcome.root / "state" / "models" / "drifting_input" / "result") == [(1, 10, 5), (2, 20, 6)]
 
 
@@ -172,3 +181,14 @@ def test_failed_runs_commit_nothing(outcome: Outcome) -> None:
     for model in LATE_MODELS:
         assert all(v is not None for v in outcome.before[model].values()), model
         assert outcome.after[model] == outcome.before[model], model
+
+
+def test_a_projection_only_edit_is_applied_from_state_without_a_rebuild(outcome: Outcome) -> None:
+    assert outcome.first.results["reprojected"]["status"] == "success", outcome.first.output[-4000:]
+    assert outcome.second.results["reprojected"]["status"] == "success", outcome.second.output[-4000:]
+    assert "re-projects its result from state, with no rebuild" in outcome.second.output
+    home = outcome.root / "state" / "models" / "reprojected"
+    # left_in (1, 10), (2, 20); events (1, 7) and, since the first run, (2, 20), which the filter drops
+    assert rows(home / "result") == [(1, 20, 7)]
+    assert rows(home / "changelog") == sorted([(1, 10, 7, "+I", 1), (2, 20, None, "+I", 1), (1, 10, 7, "-D", 2),
+                                               (2, 20, None, "-D", 2), (1, 20, 7, "+I", 2)], key=repr)
