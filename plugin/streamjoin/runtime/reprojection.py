@@ -13,7 +13,7 @@ input's snapshot as the last run left it. `plan_change.reprojection_blocker` say
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Mapping
 
 from pyspark.sql import DataFrame
@@ -43,8 +43,9 @@ class StateReplay(Executor):
 
     @classmethod
     def of(cls, executor: Executor, input_starts: Mapping[str, int | None]) -> "StateReplay":
-        given = {f.name: getattr(executor, f.name) for f in fields(Executor) if f.name in _REQUIRED}
-        return cls(**given, input_starts=input_starts)
+        given = {f.name: getattr(executor, f.name) for f in fields(Executor)
+                 if f.default is MISSING and f.default_factory is MISSING}  # the run's own figures start empty
+        return cls(**{**given, "insert_only": frozenset()}, input_starts=input_starts)  # state rows are no run's changes
 
     def delta(self, node: Node) -> DataFrame:
         return super().delta(node) if node is self.plan.root else self.stored(node)
@@ -78,10 +79,6 @@ class StateReplay(Executor):
 
     def count_metrics(self, node: Node, fixed: dict, counters: Mapping) -> None:
         """The replay's figures are not the run's."""
-
-
-_REQUIRED = ("spark", "plan", "tables", "versions", "run_id", "changes", "insert_only", "persist", "writer",
-             "now_ms", "input_versions")
 
 
 def _side_rows(side: JoinSide, rows: DataFrame) -> DataFrame:
