@@ -269,8 +269,8 @@ class Run:
                 for count in executor.counted_after_writes:
                     count()
             progress.done("count", lambda: f"rows out {', '.join(f'{k}{v:,}' for k, v in rows_out.items()) or '-'}")
-            metrics = {**executor.metrics, **({"reprojected": True} if reproject else {}), "state_rows": state_rows, "spark_jobs": spark_jobs,
-                       "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
+            metrics = {**executor.metrics, **({"reprojected": True} if reproject else {}), "state_rows": state_rows,
+                       "spark_jobs": spark_jobs, "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
                        OUTLINE_KEY: self.plan.explain()}
             report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
