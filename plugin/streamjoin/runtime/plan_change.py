@@ -30,14 +30,17 @@ OUTLINE_KEY = "plan_outline"
 
 
 def plan_fingerprint(plan: JoinPlan) -> str:
-    """A hash of what state depends on; a change means state must be rebuilt."""
-    shape = f"{plan.explain()}\nbuckets={plan.config.state_buckets}"
-    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+    """A hash of the whole plan (its outline) and its state's bucket count: equal, the run continues."""
+    return _fingerprint(plan.explain(), plan)
 
 
 def state_fingerprint(plan: JoinPlan) -> str:
     """A hash of what the state depends on (the plan without its projection)."""
-    shape = f"{plan.state_outline()}\nbuckets={plan.config.state_buckets}"
+    return _fingerprint(plan.state_outline(), plan)
+
+
+def _fingerprint(outline: str, plan: JoinPlan) -> str:
+    shape = f"{outline}\nbuckets={plan.config.state_buckets}"
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 

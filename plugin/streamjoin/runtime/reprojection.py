@@ -24,10 +24,11 @@ from pyspark.sql.types import StructType
 from ..errors import PlanChangedError
 from ..operators.multiway import input_side
 from ..operators.regular import JoinSide
-from ..sql.plan import Join, Node, Scan
+from ..sql.plan import Join, JoinPlan, Node, Scan
 from ..storage import delta_log, file_reads, formats
 from ..storage.results import BUCKET, output_schema
 from ..storage.state import StateTable
+from ..storage.tables import ModelTables
 from ..types import Side
 from ..zset import WEIGHT, col, consolidate
 from .executor import Executor
@@ -93,8 +94,7 @@ def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[s
     version = executor.versions.get(tables.result)
     schema = output_schema(change)
     if version is not None:
-        check_columns(plan.model, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)),
-                      outline_diff(tables, plan))
+        check_columns(plan, tables, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)))
     replay = StateReplay.of(executor, input_starts)
     before = replay.projected(replay.delta(plan.root))
     held = file_reads.read(executor.spark, delta_log.data_files(tables.result, version), schema)
@@ -103,13 +103,14 @@ def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[s
     return consolidate(change.unionByName(before).unionByName(retracted), names)
 
 
-def check_columns(model: str, schema: StructType, held: StructType, diff: str) -> None:
+def check_columns(plan: JoinPlan, tables: ModelTables, schema: StructType, held: StructType) -> None:
     """Refuse a projection whose columns (names, types, order) differ from those of the result
-    table (`held`): the changelog table's schema fixes them. `diff` is the plan's, for the error."""
+    table (`held`): the changelog table's schema fixes them."""
     def columns(struct: StructType) -> list[str]:
         return [f"{f.name} {f.dataType.simpleString()}" for f in struct.fields if f.name != BUCKET]
 
     was, now = columns(held), columns(schema)
     if was != now:
         raise PlanChangedError(f"only its projection changed, but so did its output columns ({', '.join(was)} before, "
-                               f"{', '.join(now)} now), which its changelog table keeps", diff, model=model)
+                               f"{', '.join(now)} now), which its changelog table keeps", outline_diff(tables, plan),
+                               model=plan.model)
