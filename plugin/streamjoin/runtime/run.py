@@ -219,7 +219,7 @@ class Run:
 
     def _execute(self) -> RunReport:
         phases = Phases()
-        with phases("plan"):
+        with phases("plan"), delta_log.latest_once():
             run_id, manifest, resumed = self.prepare()
         offsets = manifest["offsets"]
         reproject = bool(manifest.get("reproject"))
@@ -234,7 +234,8 @@ class Run:
             with JobGroup(self.spark, f"streamjoin {self.plan.model} run {run_id}") as jobs, input_errors(), \
                     session_conf(self.spark, RUN_CONF):
                 with phases("read"):
-                    changes, counts, insert_only, read_bytes = self.read_changes(manifest)
+                    with delta_log.latest_once():
+                        changes, counts, insert_only, read_bytes = self.read_changes(manifest)
                     versions = dict(manifest["versions"])
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
                     self.spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(

@@ -35,8 +35,38 @@ MANIFEST_KEY = "streamjoin.manifest"
 OPERATION_KEY = "streamjoin.operation"
 
 
+#: Tables read at their latest version, kept while a block reads them (see `latest_once`); None: no table.
+_latest: ContextVar[dict[str, DeltaTable | None] | None] = ContextVar("latest", default=None)
+
+
+@contextmanager
+def latest_once() -> Iterator[None]:
+    """Within the block, each table's latest version is read from its log once, and `table`,
+    `exists`, `version`, `app_version` and `latest_metadata` all answer from that one read.
+    For a block that only reads (a run planning itself), which so sees one version of each table."""
+    token = _latest.set({})
+    try:
+        yield
+    finally:
+        _latest.reset(token)
+
+
+def _latest_once(path: str) -> DeltaTable | None:
+    cache = _latest.get()
+    assert cache is not None
+    if path not in cache:
+        options = filesystem.options_for(path) or None
+        cache[path] = DeltaTable(path, storage_options=options) \
+            if DeltaTable.is_deltatable(path, storage_options=options) else None
+    return cache[path]
+
+
 def table(path: str, table_version: int | None = None) -> DeltaTable:
     """The Delta table at `path` (latest, or at `table_version`), with its location's storage options."""
+    if table_version is None and _latest.get() is not None:
+        found = _latest_once(path)
+        if found is not None:
+            return found
     return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
 
 
@@ -51,6 +81,8 @@ def root_of(dt: DeltaTable) -> str:
 
 
 def exists(path: str) -> bool:
+    if _latest.get() is not None:
+        return _latest_once(path) is not None
     return DeltaTable.is_deltatable(path, storage_options=filesystem.options_for(path) or None)
 
 
