@@ -55,10 +55,16 @@ def _latest_once(path: str) -> DeltaTable | None:
     cache = _latest.get()
     assert cache is not None
     if path not in cache:
-        options = filesystem.options_for(path) or None
-        cache[path] = DeltaTable(path, storage_options=options) \
-            if DeltaTable.is_deltatable(path, storage_options=options) else None
+        cache[path] = _open(path) if _is_table(path) else None
     return cache[path]
+
+
+def _open(path: str, table_version: int | None = None) -> DeltaTable:
+    return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
+
+
+def _is_table(path: str) -> bool:
+    return DeltaTable.is_deltatable(path, storage_options=filesystem.options_for(path) or None)
 
 
 def table(path: str, table_version: int | None = None) -> DeltaTable:
@@ -67,7 +73,7 @@ def table(path: str, table_version: int | None = None) -> DeltaTable:
         found = _latest_once(path)
         if found is not None:
             return found
-    return DeltaTable(path, version=table_version, storage_options=filesystem.options_for(path) or None)
+    return _open(path, table_version)
 
 
 def table_schema(path: str, table_version: int | None = None) -> pa.Schema:
@@ -83,7 +89,7 @@ def root_of(dt: DeltaTable) -> str:
 def exists(path: str) -> bool:
     if _latest.get() is not None:
         return _latest_once(path) is not None
-    return DeltaTable.is_deltatable(path, storage_options=filesystem.options_for(path) or None)
+    return _is_table(path)
 
 
 def version(path: str) -> int | None:
