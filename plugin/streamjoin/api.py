@@ -14,7 +14,8 @@ the last *complete* run (never a half-applied one):
 - `<relation>`: the result rows (the internal `_bucket` column hidden);
 - `<relation>__changelog`: every changelog row with `_row_kind` and `_run_id`;
 - `<relation>__batch`: the model's own SQL over its inputs' snapshots as that run read them
-  (each changelog consolidated), i.e. what a batch engine says the result should be.
+  (each changelog consolidated), i.e. what a batch engine says the result should be; temporal
+  and window joins decided as of that run (`batch_views`).
 - `<relation>__batch_on_time`: the same over the snapshots minus the late rows its interval
   joins recorded (`operators.interval`): the rows Flink's semantics promise. The result lies
   between the two (`streamjoin.matches_batch`); without late rows they are one.
@@ -37,8 +38,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from .batch_views import Timing, on_time_sql, replace_relations, snapshot_sql, table_key
 from .errors import ConfigError, PlanChangedError
-from .operators.interval import late_sides
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
 from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig,
@@ -47,10 +48,9 @@ from .sql.compiler import compile_sql
 from .sql import asof, windows
 from .sql.plan import Join, JoinPlan
 from .storage import delta_log, filesystem, formats
-from .storage.file_reads import with_positions
 from .storage.version_source import reference
 from .storage.tables import ModelTables
-from .types import q, text
+from .types import q
 
 log = logging.getLogger("streamjoin")
 
@@ -206,10 +206,6 @@ def _relations(inputs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     return {name: str(raw.get("relation") or name) for name, raw in inputs.items()}
 
 
-def _table_key(table: exp.Table | exp.Column) -> tuple[str, ...]:
-    return tuple(p.name.lower() for p in table.parts)
-
-
 def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     """Rewrite the relations the SQL reads (e.g. `shop.orders`) to their input names, in place.
 
@@ -222,7 +218,7 @@ def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     ...                  {"orders": "shop.orders", "prices": "shop.prices"})
     'SELECT o.id FROM orders      o JOIN prices          p ON o.id = p.id'
     """
-    by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
+    by_key = {table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
     try:
         tree = sqlglot.parse_one(asof.parseable(windows.parseable(sql))[0], read="spark")
     except sqlglot.errors.ParseError as exc:
@@ -230,9 +226,9 @@ def rename_relations(model: str, sql: str, relations: Mapping[str, str]) -> str:
     spans: list[tuple[int, int, str]] = []  # start, end (exclusive), input name
     for table in [*tree.find_all(exp.Table), *windows.window_inputs(tree)]:
         starts = [p.meta.get("start") for p in table.parts]
-        if _table_key(table) in by_key and None not in starts:
+        if table_key(table) in by_key and None not in starts:
             start, end = min(starts), max(p.meta["end"] for p in table.parts) + 1
-            spans.append((start, end, exp.to_identifier(by_key[_table_key(table)]).sql(dialect="spark")))
+            spans.append((start, end, exp.to_identifier(by_key[table_key(table)]).sql(dialect="spark")))
     for start, end, name in sorted(spans, reverse=True):
         sql = sql[:start] + name.ljust(end - start) + sql[end:]
     return sql
@@ -277,45 +273,15 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
             if _table_type(spark, view) == "VIEW":
                 spark.sql(f"DROP VIEW {view}")
         return
-    snapshots = {name: snapshot_sql(spark, spec, manifest['offsets'][name]['end'])
-                 for name, spec in plan.inputs.items()}
+    offsets = {name: manifest["offsets"][name]["end"] for name in plan.inputs}
+    snapshots = {name: snapshot_sql(spark, spec, offsets[name]) for name, spec in plan.inputs.items()}
+    timing = Timing.of(spark, plan, tables, offsets, lambda path: version_of_run(path, run_id))
+    columns = [f.name for f in _schema(tables.result, result_version).fields if f.name not in hidden]
     _replace_view(spark, f"{relation}__batch",
-                  replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}))
+                  replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}, timing, columns))
     on_time = on_time_sql(spark, tables, plan, snapshots, version_of_run(tables.late_rows, run_id))
     _replace_view(spark, f"{relation}__batch_on_time",
-                  replace_relations(sql, relations, {n: f"({s})" for n, s in on_time.items()}))
-
-
-def on_time_sql(spark: SparkSession, tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
-                late_version: int | None) -> dict[str, str]:
-    """Each input's snapshot SQL minus the late rows (as of `late_version` of the late rows table)
-    that the first interval join side reading it recorded (a row late on two sides is one row)."""
-    if late_version is None or not delta_log.data_files(tables.late_rows, late_version):
-        return dict(snapshots)
-    recorded = reference(spark, tables.late_rows, late_version, _schema(tables.late_rows, late_version))
-    first: dict[str, tuple[str, str]] = {}
-    for join, side, name in late_sides(plan):
-        first.setdefault(name, (join, side))
-    out = dict(snapshots)
-    for name, (join, side) in first.items():
-        columns = ", ".join(f"{q(name)}.{q(c)} AS {q(c)}" for c in plan.inputs[name].column_names)
-        late = (f"SELECT {columns} FROM {recorded} WHERE `_input` = {text(name)} "
-                f"AND `_join` = {text(join)} AND `_side` = {text(side)}")
-        out[name] = f"SELECT * FROM ({snapshots[name]}) EXCEPT ALL {late}"
-    return out
-
-
-def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None) -> str:
-    """SQL for an input's rows at a version of its table (None: no table yet, no rows), read as its format defines."""
-    if table_version is None:
-        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.as_queried().columns)
-        return f"SELECT {typed} WHERE false"
-    upsert = spec.changelog_format == "upsert"
-    schema = with_positions(formats.file_schema(spec)) if upsert else formats.file_schema(spec)  # upsert: by position
-    rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema, added=upsert))
-    if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
-        return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
-    return rows
+                  replace_relations(sql, relations, {n: f"({s})" for n, s in on_time.items()}, timing, columns))
 
 
 def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str) -> bool:
@@ -349,27 +315,6 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {q(table.db)}")
     spark.sql(f"CREATE OR REPLACE VIEW {relation} AS {select}")
     return True
-
-
-def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str]) -> str:
-    """The SQL with each input relation replaced by a subquery, keeping its alias (or name).
-
-    The subqueries are Spark SQL that sqlglot need not parse (`WITH` options of a table reference)."""
-    by_key = {_table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
-    tree = windows.to_spark(sqlglot.parse_one(windows.parseable(sql), read="spark"))
-    marks = {name: f"__streamjoin_input_{i}__" for i, name in enumerate(replacements)}
-
-    def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and _table_key(node) in by_key:
-            alias = node.alias or node.name
-            return exp.Subquery(this=exp.select("*").from_(marks[by_key[_table_key(node)]]),
-                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
-        return node
-
-    out = tree.transform(swap).sql(dialect="spark")
-    for name, mark in marks.items():
-        out = out.replace(f"SELECT * FROM {mark}", replacements[name].strip().removeprefix("(").removesuffix(")"))
-    return out
 
 
 def _version_select(spark: SparkSession, path: str, table_version: int, hidden: Sequence[str]) -> str:

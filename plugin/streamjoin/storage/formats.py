@@ -212,3 +212,35 @@ def snapshot_sql(spec: InputSpec, source: str) -> str:
                   f"FROM {source}")
     return (f"SELECT {cols} FROM (SELECT {cols}, SUM(`__w`) AS `__weight` FROM ({signed}) GROUP BY {cols}) "
             "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
+
+
+LOG_KIND, LOG_ORDER = "__log_kind", "__log_order"
+
+
+def changelog_sql(spec: InputSpec, source: str) -> str:
+    """SQL for the input's changelog rows in log order, given `source`: every file the log added,
+    each row with `FILE_POSITION` and `ROW_POSITION`. Columns: the declared ones (typed), the row
+    kind (`LOG_KIND`) and `LOG_ORDER`, which sorts the rows as they were written (a Debezium
+    update's before image first). A `cdf` input yields its live rows as insertions."""
+    typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+
+    def rows(kind: str, image: int = 0, columns: str = typed, where: str = "true") -> str:
+        order = f"named_struct('file', {q(FILE_POSITION)}, 'row', {q(ROW_POSITION)}, 'image', {image})"
+        return f"SELECT {columns}, {kind} AS {q(LOG_KIND)}, {order} AS {q(LOG_ORDER)} FROM {source} WHERE {where}"
+
+    fmt, op = spec.changelog_format, q(spec.op_column)
+    if fmt in ("append", "cdf"):
+        return rows(f"'{RowKind.INSERT.value}'")
+    if fmt == "changelog":
+        return rows(op)
+    if fmt == "upsert":
+        deleted = f"coalesce({q(spec.delete_column)}, false)" if spec.delete_column else "false"
+        return rows(f"CASE WHEN {deleted} THEN '{RowKind.DELETE.value}' ELSE '{RowKind.UPDATE_AFTER.value}' END")
+
+    def image(which: str) -> str:
+        return ", ".join(f"CAST({which}.{q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+
+    kind_before = f"CASE {op} WHEN 'u' THEN '{RowKind.UPDATE_BEFORE.value}' ELSE '{RowKind.DELETE.value}' END"
+    kind_after = f"CASE {op} WHEN 'u' THEN '{RowKind.UPDATE_AFTER.value}' ELSE '{RowKind.INSERT.value}' END"
+    return (rows(kind_before, 0, image("before"), f"{op} IN ('u', 'd')") + " UNION ALL "
+            + rows(kind_after, 1, image("after"), f"{op} IN ('c', 'r', 'u')"))

@@ -1,0 +1,210 @@
+"""The batch evaluation behind a model's `__batch` views: its own SQL over its inputs as its last
+complete run read them, with the rule of each time-based join applied as of that run.
+
+Each input becomes its snapshot (its changelog consolidated, as its format defines). A join whose
+result depends on time gets what decides it after that run, so the batch says exactly what the
+streaming semantics promise (`../shared/conformance/FORMAT.md`) when every row arrives ahead of
+the watermark:
+
+- an event-time temporal join: its probe input keeps the rows at or behind the join's watermark
+  (the others still wait); the versioned input becomes its versions, each valid from its event
+  time until the next entry of its join key (per key and time the entry written last; `-U`
+  ignored; a deletion ends the version before it and is no version itself); and the ON
+  condition gains `valid from <= probe time < valid to`, so a probe row joins the version valid
+  at its time, or is null-padded under LEFT JOIN;
+- a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark).
+
+`__batch_on_time` is the same over the inputs minus the late rows interval joins recorded.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import sqlglot
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from sqlglot import exp
+
+from .operators import temporal, window
+from .operators.event_time import Clock
+from .operators.interval import late_sides
+from .spec import InputSpec
+from .sql import windows
+from .sql.plan import Join, JoinPlan, Scan, Windowing
+from .storage import delta_log, formats
+from .storage.file_reads import with_positions
+from .storage.tables import ModelTables
+from .storage.version_source import reference
+from .types import q, text
+
+VALID_FROM, VALID_TO = "__valid_from", "__valid_to"
+
+
+def table_key(table: exp.Table | exp.Column) -> tuple[str, ...]:
+    """A relation's name as a comparable key (lower-case parts)."""
+    return tuple(p.name.lower() for p in table.parts)
+
+
+@dataclass
+class Timing:
+    """What the time-based joins of a model decide after one run, keyed by relation alias (lower case)."""
+
+    kept: dict[str, str] = field(default_factory=dict)  # alias -> condition on the relation's rows
+    versions: dict[str, str] = field(default_factory=dict)  # versioned alias -> its versions (SQL)
+
+    @classmethod
+    def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, input_versions: Mapping[str, int | None],
+           table_version: Callable[[str], int | None]) -> "Timing":
+        """The timing of `plan` as its tables are at `table_version(path)` (the run's version of
+        each state table), its inputs at `input_versions`."""
+        timing = cls()
+        for node in plan.nodes():
+            if not isinstance(node, Join):
+                continue
+            if node.temporal is not None and not node.temporal.processing_time:
+                probe, versioned = node.left, node.right
+                assert isinstance(probe, Scan) and isinstance(versioned, Scan)  # the compiler checks both
+                path = tables.state(f"{node.id}_probes")
+                w = Clock.load(temporal.META_KEY, (temporal.PROBE, temporal.VERSIONS), path, table_version(path)).watermark
+                spec = plan.inputs[probe.input]
+                timing.kept[probe.alias.lower()] = _at_or_before(q(spec.event_time or ""), w)
+                timing.versions[versioned.alias.lower()] = versions_sql(
+                    spark, plan.inputs[versioned.input], input_versions[versioned.input], _input_keys(node, versioned))
+            elif node.window is not None:
+                path = tables.state(f"{node.id}_left")
+                w = Clock.load(window.META_KEY, ("left", "right"), path, table_version(path)).watermark
+                for scan in (node.left, node.right):
+                    assert isinstance(scan, Scan)  # the compiler checks both
+                    timing.kept[scan.alias.lower()] = _at_or_before(_window_end(scan), w, window.MILLI)
+        return timing
+
+
+def _at_or_before(time: str, watermark: int | None, minus: int = 0) -> str:
+    """SQL: `time` (minus `minus` microseconds) is at or behind the watermark (false without one)."""
+    if watermark is None:
+        return "false"
+    return f"unix_micros(CAST({time} AS TIMESTAMP)) - {minus} <= {watermark}"
+
+
+def _window_end(scan: Scan) -> str:
+    """SQL, over the windowed relation's own columns, for the end of a row's window."""
+    if scan.windows is None or scan.windows.tvf is not None:
+        return q(Windowing.COLUMNS[1])  # window_end
+    names = {internal: name for name, internal in scan.columns}
+    end = scan.windows.column("end")
+    return q(names[end]) if end else f"{q(names[scan.windows.column('window') or ''])}.`end`"
+
+
+def _input_keys(node: Join, versioned: Scan) -> list[str]:
+    """The join key expressions of the versioned side, over its input's columns."""
+    names = {internal: name for name, internal in versioned.columns}
+
+    def own(n: exp.Expression) -> exp.Expression:
+        return exp.column(names[n.name], quoted=True) if isinstance(n, exp.Column) and n.name in names else n
+
+    return [sqlglot.parse_one(k.right, read="spark").transform(own).sql("spark") for k in node.keys]
+
+
+def versions_sql(spark: SparkSession, spec: InputSpec, table_version: int | None, keys: Sequence[str]) -> str:
+    """SQL for a versioned input's versions, each with the time it is valid from and to (NULL: still valid)."""
+    columns = ", ".join(q(c) for c in spec.column_names)
+    if table_version is None:
+        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+        return f"SELECT {typed}, CAST(NULL AS TIMESTAMP) AS {VALID_FROM}, CAST(NULL AS TIMESTAMP) AS {VALID_TO} WHERE false"
+    source = reference(spark, spec.location, table_version, with_positions(formats.file_schema(spec)), added=True)
+    time, key = f"CAST({q(spec.event_time or '')} AS TIMESTAMP)", ", ".join(keys)
+    kind = q(formats.LOG_KIND)
+    entries = (f"SELECT *, row_number() OVER (PARTITION BY {key}, {time} ORDER BY {q(formats.LOG_ORDER)} DESC) AS `__n` "
+               f"FROM ({formats.changelog_sql(spec, source)}) "
+               f"WHERE {kind} <> '-U' AND " + " AND ".join(f"({k}) IS NOT NULL" for k in keys))
+    valid = (f"SELECT *, {time} AS {VALID_FROM}, lead({time}) OVER (PARTITION BY {key} ORDER BY {time}) AS {VALID_TO} "
+             f"FROM ({entries}) WHERE `__n` = 1")
+    return f"SELECT {columns}, {VALID_FROM}, {VALID_TO} FROM ({valid}) WHERE {kind} <> '-D'"
+
+
+def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None) -> str:
+    """SQL for an input's rows at a version of its table (None: no table yet, no rows), read as its format defines."""
+    if table_version is None:
+        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.as_queried().columns)
+        return f"SELECT {typed} WHERE false"
+    upsert = spec.changelog_format == "upsert"
+    schema = with_positions(formats.file_schema(spec)) if upsert else formats.file_schema(spec)  # upsert: by position
+    rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema, added=upsert))
+    if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
+        return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
+    return rows
+
+
+def on_time_sql(spark: SparkSession, tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
+                late_version: int | None) -> dict[str, str]:
+    """Each input's snapshot SQL minus the late rows (as of `late_version` of the late rows table)
+    that the first interval join side reading it recorded (a row late on two sides is one row)."""
+    if late_version is None or not delta_log.data_files(tables.late_rows, late_version):
+        return dict(snapshots)
+    schema = from_arrow_schema(delta_log.table_schema(tables.late_rows, late_version))
+    recorded = reference(spark, tables.late_rows, late_version, schema)
+    first: dict[str, tuple[str, str]] = {}
+    for join, side, name in late_sides(plan):
+        first.setdefault(name, (join, side))
+    out = dict(snapshots)
+    for name, (join, side) in first.items():
+        columns = ", ".join(f"{q(name)}.{q(c)} AS {q(c)}" for c in plan.inputs[name].column_names)
+        late = (f"SELECT {columns} FROM {recorded} WHERE `_input` = {text(name)} "
+                f"AND `_join` = {text(join)} AND `_side` = {text(side)}")
+        out[name] = f"SELECT * FROM ({snapshots[name]}) EXCEPT ALL {late}"
+    return out
+
+
+def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapping[str, str],
+                      timing: Timing | None = None, columns: Sequence[str] = ()) -> str:
+    """The SQL with each input relation replaced by a subquery, keeping its alias (or name), and
+    each time-based join decided as `timing` says (the result then keeps `columns`).
+
+    The subqueries are Spark SQL that sqlglot need not parse (`WITH` options of a table reference)."""
+    timing = timing or Timing()
+    by_key = {table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
+    tree = windows.to_spark(sqlglot.parse_one(windows.parseable(sql), read="spark"))
+    texts = dict(replacements) | {f"versions:{a}": s for a, s in timing.versions.items()}
+    marks = {key: f"__streamjoin_input_{i}__" for i, key in enumerate(texts)}
+
+    def marked(key: str, alias: str) -> exp.Subquery:
+        return exp.Subquery(this=exp.select("*").from_(marks[key]), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+    def swap(node: exp.Expression, kept: bool = True) -> exp.Expression:
+        alias = node.alias_or_name if isinstance(node, (exp.Table, exp.Subquery)) else ""
+        if kept and alias.lower() in timing.kept:
+            inner = node.copy()
+            inner.set("alias", None)
+            inner = inner.transform(lambda n: swap(n, kept=False))
+            rows = exp.select("*").from_(inner if isinstance(inner, exp.Subquery) else exp.Subquery(this=inner))
+            return exp.Subquery(this=rows.where(timing.kept[alias.lower()], dialect="spark"),
+                                alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        if isinstance(node, exp.Join) and isinstance(node.this, exp.Table) and node.this.args.get("version") \
+                and node.this.alias_or_name.lower() in timing.versions:
+            return _versioned_join(node, marked(f"versions:{node.this.alias_or_name.lower()}", node.this.alias_or_name))
+        if isinstance(node, exp.Table) and table_key(node) in by_key:
+            return marked(by_key[table_key(node)], alias)
+        return node
+
+    out = tree.transform(swap)
+    if timing.versions and columns:
+        out = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(exp.Subquery(this=out))
+    rendered = out.sql(dialect="spark")
+    for key, mark in marks.items():
+        rendered = rendered.replace(f"SELECT * FROM {mark}", texts[key].strip().removeprefix("(").removesuffix(")"))
+    return rendered
+
+
+def _versioned_join(join: exp.Join, versions: exp.Subquery) -> exp.Join:
+    """A temporal join as a plain join with the versions valid at the probe's time."""
+    time = join.this.args["version"].expression
+    alias = exp.to_identifier(join.this.alias_or_name)
+    frm, to = (exp.column(c, table=alias.copy()) for c in (VALID_FROM, VALID_TO))
+    at = exp.cast(time.copy(), "timestamp")
+    valid = exp.and_(exp.LTE(this=frm, expression=at), exp.or_(exp.Is(this=to, expression=exp.Null()),
+                                                                exp.LT(this=at.copy(), expression=to.copy())))
+    out = join.copy()
+    out.set("this", versions)
+    out.set("on", exp.and_(exp.paren(join.args["on"].copy()), valid) if join.args.get("on") else valid)
+    return out

@@ -1,0 +1,112 @@
+"""`<model>__batch` for the time-based joins: the model's own SQL over its inputs, decided as of the
+last run, equals the result after every run when every row arrives ahead of the watermark.
+
+A temporal join's batch joins each probe row behind the watermark with the version valid at its
+time; a window join's batch keeps the windows that fired. The runs are random (hypothesis), so
+probes wait, keys gain, replace and delete versions, and windows stay open across run boundaries.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from typing import Iterator
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from streamjoin.api import publish
+from streamjoin.conformance import CaseRunner
+from streamjoin.runtime.run import run_once
+from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
+from test_temporal_join import t as at_second
+from test_window_join import L, R, property_sql
+
+
+def rows(spark, relation: str) -> Counter:
+    return Counter(tuple(r) for r in spark.table(relation).collect())
+
+
+def published_runs(spark, case: dict, relation: str) -> Iterator[tuple[Counter, Counter, Counter]]:
+    """Run the case run by run, publishing the model's views after each: (result, __batch, __batch_on_time)."""
+    with tempfile.TemporaryDirectory(prefix="streamjoin-views-") as root:
+        runner = CaseRunner(spark, case, root)
+        for i, run in enumerate(case["runs"]):
+            runner.append_changes(i, run.get("changes", {}))
+            run_once(spark, runner.plan, runner.tables)
+            publish(spark, plan=runner.plan, tables=runner.tables, relation=relation, sql=case["sql"],
+                    relations={name: name for name in case["inputs"]})
+            yield rows(spark, relation), rows(spark, f"{relation}__batch"), rows(spark, f"{relation}__batch_on_time")
+
+
+def assert_views_match(spark, case: dict, relation: str) -> None:
+    for i, (result, batch, on_time) in enumerate(published_runs(spark, case, relation)):
+        assert result == batch == on_time, (f"run {i}: result {sorted(result.elements(), key=repr)} != batch "
+                                            f"{sorted(batch.elements(), key=repr)}\ncase: {json.dumps(case)}")
+
+
+def test_a_temporal_batch_joins_the_probes_behind_the_watermark_with_the_version_valid_at_their_time(spark):
+    rate = lambda cur, value, s, kind="+I": [kind, [cur, value, at_second(s)]]  # noqa: E731
+    order = lambda i, cur, s: ["+I", [i, cur, at_second(s)]]  # noqa: E731
+    case = {"name": "temporal-views", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES}, "runs": [
+        # W = 5: order 1 (at 4) joins the rate valid at 4; order 2 (at 10) waits, so the batch leaves it out
+        {"changes": {"orders": [order(1, "EUR", 4), order(2, "EUR", 10)],
+                     "rates": [rate("EUR", 100, 1), rate("EUR", 150, 5)]}},
+        # W = 20: order 2 joins the rate valid at 10 (150), not the latest (220) nor the deletion at 11; order 3
+        # (at 20) finds no USD rate valid at 20 (the one at 30 is later): null-padded
+        {"changes": {"orders": [order(3, "USD", 20)],
+                     "rates": [rate("EUR", 200, 11, "-D"), rate("EUR", 220, 12), rate("USD", 1, 30)]}},
+    ]}
+    views = list(published_runs(spark, case, "default.temporal_views"))
+    assert [sorted(v[0]) for v in views] == [[(1, "EUR", 100)], [(1, "EUR", 100), (2, "EUR", 150), (3, "USD", None)]]
+    assert all(result == batch == on_time for result, batch, on_time in views)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=on_time_changelogs(), left=st.booleans())
+def test_temporal_join_results_equal_their_batch_views(spark, runs, left):
+    sql = (LEFT if left else INNER) + " AND r.rate > 0"
+    assert_views_match(spark, {"name": "temporal-views-property", "sql": sql,
+                               "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs}, "default.temporal_views_p")
+
+
+@st.composite
+def on_time_window_runs(draw) -> list[dict]:
+    """Runs of rows on both inputs, each after the watermark when it arrives (none late), with
+    duplicates and NULL keys, at random run boundaries."""
+    runs, top = [], {"l": 0, "r": 0}
+    for _ in range(draw(st.integers(2, 4))):
+        floor = min(top.values()) + 1
+        changes: dict[str, list] = {}
+        for side in ("l", "r"):
+            rows = [[draw(st.sampled_from([1, 2, None])), draw(st.integers(0, 2)), at_second(floor + draw(st.integers(0, 6)))]
+                    for _ in range(draw(st.integers(0, 4)))]
+            rows += [list(r) for r in rows[:draw(st.integers(0, 1))]]
+            if rows:
+                changes[side] = [["+I", r] for r in rows]
+                top[side] = max([top[side]] + [int(r[2][-2:]) + 60 * int(r[2][-5:-3]) for r in rows])
+        runs.append({"changes": changes})
+    return runs
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=on_time_window_runs(), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
+       join=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"]))
+def test_window_join_results_equal_their_batch_views(spark, runs, kind, join):
+    assert_views_match(spark, {"name": "window-views-property", "sql": property_sql(kind, join),
+                               "inputs": {"l": L, "r": R}, "runs": runs}, "default.window_views_p")
+
+
+def test_a_window_batch_in_spark_form_keeps_the_windows_that_fired(spark):
+    left = lambda k, v, s: ["+I", [k, v, at_second(s)]]  # noqa: E731
+    sql = ("SELECT L.k, L.v, R.w, L.win.start AS ws FROM (SELECT k, v, window(ts, '5 seconds') AS win FROM l) L "
+           "LEFT JOIN (SELECT k, w, window(ts, '5 seconds') AS win FROM r WHERE w > 0) R ON L.k = R.k AND L.win = R.win")
+    case = {"name": "window-views-spark", "sql": sql, "inputs": {"l": L, "r": R}, "runs": [
+        # W = 3: no window fired, the batch is empty
+        {"changes": {"l": [left(1, 1, 1), left(2, 2, 3)], "r": [left(1, 10, 3)]}},
+        # W = 7: [0, 5) fired; [5, 10) is open
+        {"changes": {"l": [left(1, 3, 7)], "r": [left(1, 11, 8)]}},
+    ]}
+    views = list(published_runs(spark, case, "default.window_views_spark"))
+    assert [sum(v[0].values()) for v in views] == [0, 2]
+    assert all(result == batch == on_time for result, batch, on_time in views)
