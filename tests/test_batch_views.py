@@ -20,7 +20,7 @@ from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import t as at_second
-from test_window_join import L, R, property_sql
+from test_window_join import L, R, append_only_runs, property_sql
 
 
 def rows(spark, relation: str) -> Counter:
@@ -70,27 +70,8 @@ def test_temporal_join_results_equal_their_batch_views(spark, runs, left):
                                "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs}, "default.temporal_views_p")
 
 
-@st.composite
-def on_time_window_runs(draw) -> list[dict]:
-    """Runs of rows on both inputs, each after the watermark when it arrives (none late), with
-    duplicates and NULL keys, at random run boundaries."""
-    runs, top = [], {"l": 0, "r": 0}
-    for _ in range(draw(st.integers(2, 4))):
-        floor = min(top.values()) + 1
-        changes: dict[str, list] = {}
-        for side in ("l", "r"):
-            rows = [[draw(st.sampled_from([1, 2, None])), draw(st.integers(0, 2)), at_second(floor + draw(st.integers(0, 6)))]
-                    for _ in range(draw(st.integers(0, 4)))]
-            rows += [list(r) for r in rows[:draw(st.integers(0, 1))]]
-            if rows:
-                changes[side] = [["+I", r] for r in rows]
-                top[side] = max([top[side]] + [int(r[2][-2:]) + 60 * int(r[2][-5:-3]) for r in rows])
-        runs.append({"changes": changes})
-    return runs
-
-
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(runs=on_time_window_runs(), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
+@given(runs=append_only_runs(late=False), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
        join=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"]))
 def test_window_join_results_equal_their_batch_views(spark, runs, kind, join):
     assert_views_match(spark, {"name": "window-views-property", "sql": property_sql(kind, join),

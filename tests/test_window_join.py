@@ -220,18 +220,20 @@ def property_sql(kind: str, join: str) -> str:
 
 
 @st.composite
-def append_only_runs(draw) -> list[dict]:
-    """Runs of rows on both inputs at whole seconds, some behind the watermark (late), with
-    duplicates and NULL keys, at random run boundaries."""
-    runs, clock = [], 0
+def append_only_runs(draw, late: bool = True) -> list[dict]:
+    """Runs of rows on both inputs at whole seconds, some behind the watermark (late; none unless
+    `late`), with duplicates and NULL keys, at random run boundaries."""
+    runs, clock, top = [], 0, {"l": 0, "r": 0}
     for _ in range(draw(st.integers(2, 4))):
         changes: dict[str, list] = {}
         for side in ("l", "r"):
-            rows = [[draw(st.sampled_from([1, 2, None])), draw(st.integers(0, 2)), t(max(0, clock + draw(st.integers(-4, 6))))]
-                    for _ in range(draw(st.integers(0, 4)))]
+            times = [max(0, clock + draw(st.integers(-4, 6))) if late else min(top.values()) + 1 + draw(st.integers(0, 6))
+                     for _ in range(draw(st.integers(0, 4)))]
+            rows = [[draw(st.sampled_from([1, 2, None])), draw(st.integers(0, 2)), t(ts)] for ts in times]
             rows += [list(r) for r in rows[:draw(st.integers(0, 1))]]
             if rows:
                 changes[side] = [["+I", r] for r in rows]
+            top[side] = max([top[side], *times])
         clock += draw(st.integers(0, 6))
         runs.append({"changes": changes})
     return runs
