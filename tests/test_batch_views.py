@@ -1,9 +1,12 @@
-"""`<model>__batch` for the time-based joins: the model's own SQL over its inputs, decided as of the
-last run, equals the result after every run when every row arrives ahead of the watermark.
+"""`<model>__batch` for the time-based joins and ASOF joins: the model's own SQL over its inputs,
+decided as of the last run, equals the result after every run when every row arrives ahead of the
+watermark.
 
 A temporal join's batch joins each probe row behind the watermark with the version valid at its
-time; a window join's batch keeps the windows that fired. The runs are random (hypothesis), so
-probes wait, keys gain, replace and delete versions, and windows stay open across run boundaries.
+time; a window join's batch keeps the windows that fired; an ASOF join's batch picks each left row's
+nearest right row in a LATERAL subquery. The runs are random (hypothesis), so probes wait, keys
+gain, replace and delete versions, windows stay open across run boundaries, and ASOF inputs update
+and delete rows.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 from streamjoin.api import publish
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
+import test_asof_join as asof_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import t as at_second
 from test_window_join import L, R, append_only_runs, property_sql
@@ -90,4 +94,31 @@ def test_a_window_batch_in_spark_form_keeps_the_windows_that_fired(spark):
     ]}
     views = list(published_runs(spark, case, "default.window_views_spark"))
     assert [sum(v[0].values()) for v in views] == [0, 2]
+    assert all(result == batch == on_time for result, batch, on_time in views)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=asof_cases.changelogs(), op=st.sampled_from([">=", ">", "<=", "<"]), left=st.booleans(),
+       duckdb=st.booleans())
+def test_asof_join_results_equal_their_batch_views(spark, runs, op, left, duckdb):
+    outer = "LEFT " if left else ""
+    sql = (f"SELECT t.id, t.sym, q.px FROM trades t ASOF {outer}JOIN quotes q ON t.sym = q.sym AND t.ts {op} q.ts"
+           if duckdb else  # DuckDB's spelling, and Snowflake's
+           f"SELECT t.id, t.sym, q.px FROM trades t {outer}ASOF JOIN quotes q MATCH_CONDITION(t.ts {op} q.ts) ON t.sym = q.sym")
+    assert_views_match(spark, {"name": "asof-views-property", "sql": sql,
+                               "inputs": {"trades": asof_cases.TRADES, "quotes": asof_cases.QUOTES}, "runs": runs},
+                       "default.asof_views_p")
+
+
+def test_an_asof_batch_filters_the_right_input_before_choosing_and_the_result_after(spark):
+    quote = asof_cases.quote
+    sql = ("SELECT t.id, q.px FROM trades t LEFT ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) "
+           "ON t.sym = q.sym AND q.px < 100 WHERE t.id < 3")
+    case = {"name": "asof-views", "sql": sql, "inputs": {"trades": asof_cases.TRADES, "quotes": asof_cases.QUOTES},
+            "runs": [{"changes": {"trades": [asof_cases.trade(1, "A", 5), asof_cases.trade(3, "A", 5)],
+                                  "quotes": [quote("A", 10, 2), quote("A", 500, 4)]}},
+                     {"changes": {"quotes": [quote("A", 20, 3)], "trades": [asof_cases.trade(2, "B", 1)]}}]}
+    views = list(published_runs(spark, case, "default.asof_views"))
+    # the quote at 4 fails q.px < 100, so trade 1 takes the one at 2, then the one at 3; trade 3 fails WHERE
+    assert [sorted(v[0]) for v in views] == [[(1, 10)], [(1, 20), (2, None)]]
     assert all(result == batch == on_time for result, batch, on_time in views)

@@ -46,7 +46,7 @@ from .spec import (DEFAULT_OP_COLUMNS, INPUT_KEYS, ROW_KIND_COLUMN, RUN_ID_COLUM
                    closest_key, unknown_keys)
 from .sql.compiler import compile_sql
 from .sql import asof, windows
-from .sql.plan import Join, JoinPlan
+from .sql.plan import JoinPlan
 from .storage import delta_log, filesystem, formats
 from .storage.version_source import reference
 from .storage.tables import ModelTables
@@ -268,11 +268,6 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     hidden = ("_bucket",)
     _replace_view(spark, relation, _version_select(spark, tables.result, result_version, hidden))
     _replace_view(spark, f"{relation}__changelog", _version_select(spark, tables.changelog, changelog_version, ()))
-    if any(isinstance(n, Join) and n.asof for n in plan.nodes()):  # Spark SQL has no ASOF JOIN to run the SQL
-        for view in (f"{relation}__batch", f"{relation}__batch_on_time"):
-            if _table_type(spark, view) == "VIEW":
-                spark.sql(f"DROP VIEW {view}")
-        return
     offsets = {name: manifest["offsets"][name]["end"] for name in plan.inputs}
     snapshots = {name: snapshot_sql(spark, spec, offsets[name]) for name, spec in plan.inputs.items()}
     timing = Timing.of(spark, plan, tables, offsets, lambda path: version_of_run(path, run_id))

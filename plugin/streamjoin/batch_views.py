@@ -12,7 +12,10 @@ the watermark:
   ignored; a deletion ends the version before it and is no version itself); and the ON
   condition gains `valid from <= probe time < valid to`, so a probe row joins the version valid
   at its time, or is null-padded under LEFT JOIN;
-- a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark).
+- a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
+- an ASOF join (Spark SQL has none): a `LATERAL` subquery picks each left row's nearest right row
+  (ON and the match condition as its WHERE, ordered by the right time, ties to the smallest row,
+  `LIMIT 1`), joined with `LEFT JOIN` for `LEFT ASOF JOIN` and `JOIN` for `ASOF JOIN`.
 
 `__batch_on_time` is the same over the inputs minus the late rows interval joins recorded.
 """
@@ -30,7 +33,7 @@ from .operators import temporal, window
 from .operators.event_time import Clock
 from .operators.interval import late_sides
 from .spec import InputSpec
-from .sql import windows
+from .sql import asof, windows
 from .sql.plan import Join, JoinPlan, Scan, Windowing
 from .storage import delta_log, formats
 from .storage.file_reads import with_positions
@@ -52,6 +55,7 @@ class Timing:
 
     kept: dict[str, str] = field(default_factory=dict)  # alias -> condition on the relation's rows
     versions: dict[str, str] = field(default_factory=dict)  # versioned alias -> its versions (SQL)
+    nearest: dict[str, list[str]] = field(default_factory=dict)  # ASOF right alias -> ORDER BY, nearest first
 
     @classmethod
     def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, input_versions: Mapping[str, int | None],
@@ -77,6 +81,13 @@ class Timing:
                 for scan in (node.left, node.right):
                     assert isinstance(scan, Scan)  # the compiler checks both
                     timing.kept[scan.alias.lower()] = _at_or_before(_window_end(scan), w, window.MILLI)
+            elif node.asof is not None:
+                right = node.right
+                assert isinstance(right, Scan)  # the compiler checks it
+                names = {internal: f"{q(right.alias)}.{q(name)}" for name, internal in right.columns}
+                time = _rename(node.asof.right_time, names)
+                timing.nearest[right.alias.lower()] = [f"{time} {'DESC' if node.asof.latest else 'ASC'}",
+                                                       *(f"{n} ASC NULLS FIRST" for n in names.values())]
         return timing
 
 
@@ -98,12 +109,15 @@ def _window_end(scan: Scan) -> str:
 
 def _input_keys(node: Join, versioned: Scan) -> list[str]:
     """The join key expressions of the versioned side, over its input's columns."""
-    names = {internal: name for name, internal in versioned.columns}
+    return [_rename(k.right, {internal: q(name) for name, internal in versioned.columns}) for k in node.keys]
 
+
+def _rename(sql: str, names: Mapping[str, str]) -> str:
+    """Spark SQL over internal column names, with each name in `names` replaced by its SQL."""
     def own(n: exp.Expression) -> exp.Expression:
-        return exp.column(names[n.name], quoted=True) if isinstance(n, exp.Column) and n.name in names else n
+        return sqlglot.parse_one(names[n.name], read="spark") if isinstance(n, exp.Column) and n.name in names else n
 
-    return [sqlglot.parse_one(k.right, read="spark").transform(own).sql("spark") for k in node.keys]
+    return sqlglot.parse_one(sql, read="spark").transform(own).sql("spark")
 
 
 def versions_sql(spark: SparkSession, spec: InputSpec, table_version: int | None, keys: Sequence[str]) -> str:
@@ -164,12 +178,15 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
     The subqueries are Spark SQL that sqlglot need not parse (`WITH` options of a table reference)."""
     timing = timing or Timing()
     by_key = {table_key(exp.to_table(rel, dialect="spark")): name for name, rel in relations.items()}
-    tree = windows.to_spark(sqlglot.parse_one(windows.parseable(sql), read="spark"))
+    parseable, conditions = asof.parseable(windows.parseable(sql))
+    tree = windows.to_spark(sqlglot.parse_one(parseable, read="spark"))
+    matches = {id(j): asof.match_condition(j, conditions) for j in tree.find_all(exp.Join) if _is_asof(j)}
     texts = dict(replacements) | {f"versions:{a}": s for a, s in timing.versions.items()}
     marks = {key: f"__streamjoin_input_{i}__" for i, key in enumerate(texts)}
+    laterals: dict[str, str] = {}  # mark -> an ASOF join's LATERAL subquery
 
-    def marked(key: str, alias: str) -> exp.Subquery:
-        return exp.Subquery(this=exp.select("*").from_(marks[key]), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    def marked(mark: str, alias: str) -> exp.Subquery:
+        return exp.Subquery(this=exp.select("*").from_(mark), alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
     def swap(node: exp.Expression, kept: bool = True) -> exp.Expression:
         alias = node.alias_or_name if isinstance(node, (exp.Table, exp.Subquery)) else ""
@@ -180,20 +197,40 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
             rows = exp.select("*").from_(inner if isinstance(inner, exp.Subquery) else exp.Subquery(this=inner))
             return exp.Subquery(this=rows.where(timing.kept[alias.lower()], dialect="spark"),
                                 alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        if isinstance(node, exp.Join) and _is_asof(node) and node.this.alias_or_name.lower() in timing.nearest:
+            right = node.this.alias_or_name
+            nearest = exp.select("*").from_(node.this.copy().transform(lambda n: swap(n, kept=False)))
+            for condition in (node.args.get("on"), matches.get(id(node))):
+                if condition is not None:
+                    nearest = nearest.where(condition.copy())
+            mark = f"__streamjoin_lateral_{len(laterals)}__"
+            laterals[mark] = nearest.order_by(*timing.nearest[right.lower()], dialect="spark").limit(1).sql("spark")
+            out = node.copy()
+            out.set("method", None)
+            out.set("this", marked(mark, right))
+            out.set("on", exp.true())
+            return out
         if isinstance(node, exp.Join) and isinstance(node.this, exp.Table) and node.this.args.get("version") \
                 and node.this.alias_or_name.lower() in timing.versions:
-            return _versioned_join(node, marked(f"versions:{node.this.alias_or_name.lower()}", node.this.alias_or_name))
+            key = f"versions:{node.this.alias_or_name.lower()}"
+            return _versioned_join(node, marked(marks[key], node.this.alias_or_name))
         if isinstance(node, exp.Table) and table_key(node) in by_key:
-            return marked(by_key[table_key(node)], alias)
+            return marked(marks[by_key[table_key(node)]], alias)
         return node
 
-    out = tree.transform(swap)
+    out = tree.transform(swap, copy=False)
     if timing.versions and columns:
         out = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(exp.Subquery(this=out))
     rendered = out.sql(dialect="spark")
+    for mark, lateral in laterals.items():
+        rendered = rendered.replace(f"(SELECT * FROM {mark})", f"LATERAL ({lateral})")
     for key, mark in marks.items():
         rendered = rendered.replace(f"SELECT * FROM {mark}", texts[key].strip().removeprefix("(").removesuffix(")"))
     return rendered
+
+
+def _is_asof(join: exp.Join) -> bool:
+    return str(join.args.get("method") or "").upper() == "ASOF"
 
 
 def _versioned_join(join: exp.Join, versions: exp.Subquery) -> exp.Join:
