@@ -116,6 +116,13 @@ SCENARIOS = [
              ({"l": [left(1, 1, 1), left(2, 2, 2), left(3, 0, 7)], "r": [right(1, 10, 3), right(2, 0, 4), right(1, 11, 8)]},
               [[1, 1, 10, t(0)], [2, 2, None, t(0)]]),
          ]),
+    {**case("each-side-windows-by-its-own-event-time-column",
+            "SELECT L.k, L.v, R.w, L.window_end FROM " + TUMBLE.format(t="l") + " L JOIN "
+            + TUMBLE.replace("DESCRIPTOR(ts)", "DESCRIPTOR(at)").format(t="r") + f" R ON L.k = R.k AND {SAME_WINDOW}", [
+                ({"l": [left(1, 1, 1), left(1, 2, 3)], "r": [right(1, 10, 4)]}, []),  # W = 3
+                ({"l": [left(2, 3, 9)], "r": [right(2, 20, 8)]}, [[1, 1, 10, t(5)], [1, 2, 10, t(5)]]),  # W = 8
+            ]), "inputs": {"l": L, "r": {**R, "columns": [["k", "int"], ["w", "int"], ["at", "timestamp"]],
+                                         "event_time": "at"}}},
     {**case("an-input-that-is-not-append-only-fails-the-run", join_sql("INNER"), []), "runs": [
         {"changes": {"l": [left(1, 1, 1)], "r": [right(1, 1, 1)]}},
         {"changes": {"l": [["-D", [1, 1, t(1)]]]}, "expect_error": "a window join reads append-only inputs"}]},

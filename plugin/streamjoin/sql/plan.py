@@ -5,7 +5,7 @@ every node's rows carry unique, readable column names and the generated code sho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace, field
 from datetime import timedelta
 from typing import Union
 
@@ -79,6 +79,14 @@ class Windows:
 
     def column(self, part: str) -> str | None:
         return next((c for c, p in self.parts if p == part), None)
+
+    @property
+    def assignment(self) -> str:
+        """How a row is assigned to windows by its time, whichever column holds the time (each side of a
+        window join windows by its own event time, as in Flink)."""
+        if self.tvf is not None:
+            return str(replace(self.tvf, time="time"))
+        return "window(time," + self.spec.partition(",")[2]  # Spark's window(<time>, <durations>)
 
 
 @dataclass(frozen=True)

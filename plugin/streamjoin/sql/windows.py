@@ -196,7 +196,7 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
                    f"requires (add {left.alias}.window_start = {right.alias}.window_start AND {left.alias}.window_end = "
                    f"{right.alias}.window_end, or {left.alias}.<window> = {right.alias}.<window> for Spark's window())")
     problems = []
-    if left.windows.spec != right.windows.spec:
+    if left.windows.assignment != right.windows.assignment:
         problems.append(f"the two sides use different windows ({left.windows.spec} and {right.windows.spec}); use the "
                         "same window function and sizes on both")
     if node.time_bound is not None or node.temporal is not None:
