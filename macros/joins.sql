@@ -49,18 +49,20 @@ from {{ l.relation }} as {{ l.alias }}
 
 {#-- window_join: a window join, as Flink writes it. Both inputs (append-only, each with an
      event_time) go through the same window table function — `window` 'tumble', 'hop' or
-     'cumulate' over `time`, of `size` (a duration such as '5 minutes'), with `slide` (hop: the
+     'cumulate' over `time` (one column name, or a list of the left's and the right's), of `size`
+     (a duration such as '5 minutes'), with `slide` (hop: the
      slide; cumulate: the step) and an optional `offset` — and join on `on` within each window,
      once the watermark passes the window's end. join_type 'inner', 'left', 'right', 'full',
      'semi' or 'anti'. `columns` may name L/R aliases' window_start, window_end and window_time. --#}
 {% macro window_join(left, right, on, time, window, size, slide=none, offset=none, join_type='inner', columns=none, where=none, extra_on=[]) -%}
   {%- set l = streamjoin._join_input(left) -%}
   {%- set r = streamjoin._join_input(right) -%}
+  {%- set times = [time, time] if time is string else time -%}
   {%- set bounds = [l.alias ~ '.window_start = ' ~ r.alias ~ '.window_start',
                     l.alias ~ '.window_end = ' ~ r.alias ~ '.window_end'] -%}
 select {{ streamjoin._select_list(columns) }}
-from {{ streamjoin._window_table(l.relation, time, window, size, slide, offset) }} as {{ l.alias }}
-{{ streamjoin._join_keyword(join_type) }} {{ streamjoin._window_table(r.relation, time, window, size, slide, offset) }} as {{ r.alias }}
+from {{ streamjoin._window_table(l.relation, times[0], window, size, slide, offset) }} as {{ l.alias }}
+{{ streamjoin._join_keyword(join_type) }} {{ streamjoin._window_table(r.relation, times[1], window, size, slide, offset) }} as {{ r.alias }}
   {{ streamjoin._on_and_where(l, r, on, bounds + extra_on, where) }}
 {%- endmacro %}
 

@@ -46,12 +46,30 @@ _MULTI = [  # order_facts: order_id, qty, payment_id, amount_cents, shipment_id
     [(2, 3, 701, 2500, 901), (4, 1, 702, 899, 902)],
     [(2, 3, 701, 2500, 901), (2, 3, 703, 5000, 901), (4, 1, 702, 899, 902), (5, 2, 704, 2400, 904)],
 ]
+_SHIFT = [  # orders_shipped_same_shift: order_id, shipment_id, window_start (4-hour shifts)
+    [],  # watermark 09:30: the 08:00-12:00 shift is open
+    [],  # watermark 11:00: still open
+    [(1, 900, "08:00"), (2, 901, "08:00"), (3, None, "08:00"), (4, None, "08:00")],  # watermark 13:00: it fired
+]
+_AT_ISSUE = [  # invoices_in_eur: invoice_id, currency, amount_cents, eur_milli (the rate valid at issue)
+    [],  # watermark 09:00: every invoice waits
+    [(1, "USD", 1000, 920), (2, "GBP", 500, 1170), (3, "CHF", 200, None), (5, "USD", 700, 920)],  # watermark 11:00
+    [(1, "USD", 1000, 920), (2, "GBP", 500, 1170), (3, "CHF", 200, None), (4, "USD", 300, 935), (5, "USD", 700, 920),
+     (6, "GBP", 100, 1180), (7, "USD", 50, 935)],  # watermark 13:00; USD's 11:15 rate arrived in time for 4 and 7
+]
+_NEAREST = [  # invoices_latest_rate: invoice_id, currency, amount_cents, eur_milli (the latest rate at or before)
+    [(1, "USD", 1000, 920), (2, "GBP", 500, 1170), (3, "CHF", 200, None)],
+    [(1, "USD", 1000, 920), (2, "GBP", 500, 1170), (3, "CHF", 200, None), (4, "USD", 300, 930), (5, "USD", 700, 920)],
+    [(1, "USD", 1000, 920), (2, "GBP", 500, 1170), (3, "CHF", 200, None), (4, "USD", 300, 935), (5, "USD", 700, 920),
+     (6, "GBP", 100, 1180), (7, "USD", 50, 935)],  # invoice 4 corrected: USD's 11:15 rate is nearer than 11:00's
+]
 
 #: Per model, its result after batch 1, 2 and 3 (columns in the model's output order).
 EXPECTED: dict[str, list[list[tuple]]] = {
     "orders_prices_left": _LEFT, "orders_prices_full": _FULL, "stock_orders": _STOCK,
     "students_scores": _STUDENTS, "customer_orders": _CHAINED, "orders_shipped_within_4h": _INTERVAL,
-    "order_facts": _MULTI,
+    "order_facts": _MULTI, "orders_shipped_same_shift": _SHIFT, "invoices_in_eur": _AT_ISSUE,
+    "invoices_latest_rate": _NEAREST,
 }
 
 

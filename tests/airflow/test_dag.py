@@ -11,7 +11,8 @@ from streamjoin_airflow.dag import GUARD_TASK, TEST_TASK, TaskPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = {"orders_prices_inner", "orders_prices_left", "orders_prices_full", "stock_orders", "students_scores",
-          "orders_shipped_within_4h", "order_facts", "customer_orders"}
+          "orders_shipped_within_4h", "order_facts", "customer_orders", "orders_shipped_same_shift",
+          "invoices_in_eur", "invoices_latest_rate"}
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,8 @@ import load_batch  # noqa: E402
 
 BATCHES = 3
 MODELS = ["orders_prices_inner", "orders_prices_left", "orders_prices_full", "stock_orders", "students_scores",
-          "orders_shipped_within_4h", "order_facts", "customer_orders"]
+          "orders_shipped_within_4h", "order_facts", "customer_orders", "orders_shipped_same_shift",
+          "invoices_in_eur", "invoices_latest_rate"]
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,18 @@ HAND_WRITTEN = {  # the SQL each macro-written model would be by hand
         select o.order_id, o.qty, p.payment_id, p.amount_cents, s.shipment_id
         from shop.orders o join shop.payments p on o.order_id = p.order_id
         left join shop.shipments s on s.order_id = o.order_id""",
+    "orders_shipped_same_shift": """
+        select o.order_id, s.shipment_id, o.window_start
+        from table(tumble(table shop.order_placements, descriptor(placed_at), interval '4' hours)) o
+        left join table(tumble(table shop.shipments, descriptor(shipped_at), interval '4' hours)) s
+          on o.order_id = s.order_id and o.window_start = s.window_start and o.window_end = s.window_end""",
+    "invoices_in_eur": """
+        select i.invoice_id, i.currency, i.amount_cents, r.eur_milli
+        from shop.invoices i left join shop.fx_rates for system_time as of i.issued_at as r on i.currency = r.currency""",
+    "invoices_latest_rate": """
+        select i.invoice_id, i.currency, i.amount_cents, r.eur_milli
+        from shop.invoices i left asof join shop.fx_rates r match_condition(i.issued_at >= r.valid_from)
+          on i.currency = r.currency""",
 }
 
 
