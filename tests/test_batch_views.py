@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 from typing import Iterator
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamjoin.api import publish
+from streamjoin.api import publish, run_model
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
 import test_asof_join as asof_cases
@@ -64,6 +68,48 @@ def test_a_temporal_batch_joins_the_probes_behind_the_watermark_with_the_version
     views = list(published_runs(spark, case, "default.temporal_views"))
     assert [sorted(v[0]) for v in views] == [[(1, "EUR", 100)], [(1, "EUR", 100), (2, "EUR", 150), (3, "USD", None)]]
     assert all(result == batch == on_time for result, batch, on_time in views)
+
+
+def test_a_temporal_batch_reads_a_change_data_feed_as_the_model_read_it(spark, tmp_path):
+    """A `cdf` versioned input: the first run reads the table as it is, later runs its change data
+    feed (updates as pre/post images, deletes); the versions in the batch are those."""
+    schema = pa.schema([("cur", pa.string()), ("rate", pa.int32()), ("ts", pa.timestamp("us", tz="UTC"))])
+    rates, orders = str(tmp_path / "rates"), str(tmp_path / "orders")
+    when = lambda s: datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=s)  # noqa: E731
+
+    def append(path: str, table: pa.Table) -> None:
+        write_deltalake(path, table, mode="append", configuration={"delta.enableChangeDataFeed": "true"})
+
+    def order(*rows: tuple[int, str, int]) -> None:
+        append(orders, pa.table({"id": pa.array([r[0] for r in rows], pa.int32()), "cur": [r[1] for r in rows],
+                                 "ts": pa.array([when(r[2]) for r in rows], pa.timestamp("us", tz="UTC"))}))
+
+    def rate(*rows: tuple[str, int, int]) -> None:
+        append(rates, pa.Table.from_pylist([{"cur": c, "rate": v, "ts": when(s)} for c, v, s in rows], schema=schema))
+
+    rate(("EUR", 100, 1), ("USD", 1, 1), ("GBP", 5, 100))
+    DeltaTable(rates).update(updates={"rate": "120", "ts": "ts + INTERVAL 9 SECONDS"}, predicate="cur = 'EUR'")
+    order((1, "EUR", 2), (2, "EUR", 50))
+    inputs = {"orders": {"location": orders, **ORDERS, "changelog_format": "append"},
+              "rates": {"location": rates, **RATES, "changelog_format": "cdf"}}
+    sql = LEFT.replace("FROM orders", "FROM default.cdf_orders").replace("JOIN rates", "JOIN default.cdf_rates")
+    inputs["orders"]["relation"], inputs["rates"]["relation"] = "default.cdf_orders", "default.cdf_rates"
+
+    def run() -> list[tuple]:
+        run_model(spark, name="cdf_rates", sql=sql, inputs=inputs, config={}, root=str(tmp_path / "models"),
+                  relation="default.cdf_temporal")
+        result = rows(spark, "default.cdf_temporal")
+        assert result == rows(spark, "default.cdf_temporal__batch")
+        return sorted(result.elements())
+
+    # the first run reads EUR as 120 from 10 on: order 1 (at 2) finds no version, though the table once held one
+    assert run() == [(1, "EUR", None), (2, "EUR", 120)]
+    DeltaTable(rates).update(updates={"rate": "130", "ts": "ts + INTERVAL 50 SECONDS"}, predicate="cur = 'EUR'")
+    DeltaTable(rates).delete("cur = 'USD'")  # deletes the USD version from 1 on
+    rate(("GBP", 6, 200))
+    order((3, "EUR", 70), (4, "USD", 65), (5, "EUR", 30))
+    # order 5 (at 30) joins the version valid then (120, replaced at 60); order 4 finds USD deleted
+    assert run() == [(1, "EUR", None), (2, "EUR", 120), (3, "EUR", 130), (4, "USD", None), (5, "EUR", 120)]
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))

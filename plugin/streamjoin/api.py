@@ -270,7 +270,7 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     _replace_view(spark, f"{relation}__changelog", _version_select(spark, tables.changelog, changelog_version, ()))
     offsets = {name: manifest["offsets"][name]["end"] for name in plan.inputs}
     snapshots = {name: snapshot_sql(spark, spec, offsets[name]) for name, spec in plan.inputs.items()}
-    timing = Timing.of(spark, plan, tables, offsets, lambda path: version_of_run(path, run_id))
+    timing = Timing.of(spark, plan, tables, manifest["offsets"], lambda path: version_of_run(path, run_id))
     columns = [f.name for f in _schema(tables.result, result_version).fields if f.name not in hidden]
     _replace_view(spark, f"{relation}__batch",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}, timing, columns))

@@ -9,7 +9,8 @@ the watermark:
 - an event-time temporal join: its probe input keeps the rows at or behind the join's watermark
   (the others still wait); the versioned input becomes its versions, each valid from its event
   time until the next entry of its join key (per key and time the entry written last; `-U`
-  ignored; a deletion ends the version before it and is no version itself); and the ON
+  ignored; a deletion ends the version before it and is no version itself; a `cdf` input's
+  history is the table as the model first read it, then its change data feed); and the ON
   condition gains `valid from <= probe time < valid to`, so a probe row joins the version valid
   at its time, or is null-padded under LEFT JOIN;
 - a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
@@ -22,7 +23,7 @@ the watermark:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import sqlglot
 from pyspark.sql import SparkSession
@@ -58,10 +59,10 @@ class Timing:
     nearest: dict[str, list[str]] = field(default_factory=dict)  # ASOF right alias -> ORDER BY, nearest first
 
     @classmethod
-    def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, input_versions: Mapping[str, int | None],
+    def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, offsets: Mapping[str, Mapping[str, Any]],
            table_version: Callable[[str], int | None]) -> "Timing":
         """The timing of `plan` as its tables are at `table_version(path)` (the run's version of
-        each state table), its inputs at `input_versions`."""
+        each state table), its inputs at the run's `offsets` (its manifest's)."""
         timing = cls()
         for node in plan.nodes():
             if not isinstance(node, Join):
@@ -74,7 +75,7 @@ class Timing:
                 spec = plan.inputs[probe.input]
                 timing.kept[probe.alias.lower()] = _at_or_before(q(spec.event_time or ""), w)
                 timing.versions[versioned.alias.lower()] = versions_sql(
-                    spark, plan.inputs[versioned.input], input_versions[versioned.input], _input_keys(node, versioned))
+                    spark, plan.inputs[versioned.input], offsets[versioned.input], _input_keys(node, versioned))
             elif node.window is not None:
                 path = tables.state(f"{node.id}_left")
                 w = Clock.load(window.META_KEY, ("left", "right"), path, table_version(path)).watermark
@@ -120,13 +121,18 @@ def _rename(sql: str, names: Mapping[str, str]) -> str:
     return sqlglot.parse_one(sql, read="spark").transform(own).sql("spark")
 
 
-def versions_sql(spark: SparkSession, spec: InputSpec, table_version: int | None, keys: Sequence[str]) -> str:
-    """SQL for a versioned input's versions, each with the time it is valid from and to (NULL: still valid)."""
+def versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """SQL for a versioned input's versions, as the model read its changelog up to `offsets` (a
+    manifest's), each with the time it is valid from and to (NULL: still valid)."""
     columns = ", ".join(q(c) for c in spec.column_names)
-    if table_version is None:
+    if offsets["end"] is None:
         typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
         return f"SELECT {typed}, CAST(NULL AS TIMESTAMP) AS {VALID_FROM}, CAST(NULL AS TIMESTAMP) AS {VALID_TO} WHERE false"
-    source = reference(spark, spec.location, table_version, with_positions(formats.file_schema(spec)), added=True)
+    # a change data feed is read from the table as the model first read it (a run log before that was
+    # recorded: from the table's first version)
+    feed = spec.changelog_format == "cdf"
+    source = reference(spark, spec.location, offsets["end"], formats.history_schema(spec),
+                       files="changes" if feed else "added", since=offsets.get("first") or 0 if feed else None)
     time, key = f"CAST({q(spec.event_time or '')} AS TIMESTAMP)", ", ".join(keys)
     kind = q(formats.LOG_KIND)
     entries = (f"SELECT *, row_number() OVER (PARTITION BY {key}, {time} ORDER BY {q(formats.LOG_ORDER)} DESC) AS `__n` "
@@ -144,7 +150,8 @@ def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None
         return f"SELECT {typed} WHERE false"
     upsert = spec.changelog_format == "upsert"
     schema = with_positions(formats.file_schema(spec)) if upsert else formats.file_schema(spec)  # upsert: by position
-    rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema, added=upsert))
+    rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema,
+                                                files="added" if upsert else "live"))
     if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
         return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
     return rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from streamjoin import api
@@ -46,9 +46,26 @@ def test_rows_carry_their_position_in_the_log_for_an_upsert_history(spark, tmp_p
     write_deltalake(path, batch((1, "mon", 10), (1, "mon", 11)))
     write_deltalake(path, batch((1, "mon", 12)), mode="append")
     write_deltalake(path, batch((2, "tue", 20)), mode="overwrite")
-    assert read(spark, path, 1, with_positions(SCHEMA), added=True) == [(1, "mon", 10, 0, 0), (1, "mon", 11, 0, 1),
-                                                                 (1, "mon", 12, 1, 0)]
+    assert read(spark, path, 1, with_positions(SCHEMA), files="added") == [
+        (1, "mon", 10, 0, 0), (1, "mon", 11, 0, 1), (1, "mon", 12, 1, 0)]
     assert [r[:3] for r in read(spark, path, 2, with_positions(SCHEMA))] == [(2, "tue", 20)]
+
+
+def test_a_change_data_feed_is_read_from_the_table_at_a_version_then_version_by_version(spark, tmp_path):
+    path = str(tmp_path / "t")
+    write_deltalake(path, batch((1, "mon", 10), (2, "tue", 20)), partition_by=["day"],
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    DeltaTable(path).update(updates={"v": "v + 1"}, predicate="k = 1")  # version 1, before the first read
+    DeltaTable(path).update(updates={"v": "v + 1"}, predicate="k = 1")  # version 2: update pre/post images
+    DeltaTable(path).delete("k = 2")  # version 3
+    write_deltalake(path, batch((3, "mon", 30)), partition_by=["day"], mode="append")  # version 4: no cdc files
+    feed = StructType([*SCHEMA.fields, StructField(delta_log.CHANGE_TYPE, StringType())])
+    rows = read(spark, path, 4, with_positions(feed), files="changes", since=1)
+    files = [{r[:4] for r in rows if r[4] == position} for position in sorted({r[4] for r in rows})]
+    # the table at version 1 (one file per partition), every row an insert, then each later version's changes
+    assert sorted(map(tuple, files[:2])) == [((1, "mon", 11, "insert"),), ((2, "tue", 20, "insert"),)]
+    assert files[2:] == [{(1, "mon", 11, "update_preimage"), (1, "mon", 12, "update_postimage")},
+                         {(2, "tue", 20, "delete")}, {(3, "mon", 30, "insert")}]
 
 
 def test_the_source_reads_a_version_by_path_with_the_tables_own_schema(spark, tmp_path):

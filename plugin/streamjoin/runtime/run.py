@@ -157,8 +157,9 @@ class Run:
             if spec.location is None or not delta_log.exists(spec.location):
                 raise InputError(f"no Delta table at {spec.location!r}", model=self.plan.model, input_name=name)
             consumed = previous.get("offsets", {}).get(name, {})
-            offsets[name] = {"start": consumed.get("end"), "end": delta_log.version(spec.location),
-                             "table_id": _table_id(spec.location)}
+            end = delta_log.version(spec.location)
+            offsets[name] = {"start": consumed.get("end"), "end": end, "table_id": _table_id(spec.location),
+                             "first": consumed.get("first") if consumed else end}
             self.check_not_rebuilt(name, spec, consumed, offsets[name])
         versions = {path: delta_log.version(path) for path in self.tables.all_tables()}
         manifest = {"run": run_id, "plan": plan_fingerprint(self.plan), "state": state_fingerprint(self.plan),

@@ -236,6 +236,9 @@ def added_between(path: str, start_exclusive: int | None, end: int, *, what: str
     return out
 
 
+CHANGE_TYPE = "_change_type"  # a change data feed's column of change types
+
+
 def changed_between(path: str, start_exclusive: int, end: int, *, what: str) -> list[tuple[str, DataFile]]:
     """The change data feed of versions (start, end]: per version its `cdc` files if it wrote any,
     else its added files (inserts) and removed files (deletes), as Delta's protocol defines."""
@@ -252,6 +255,16 @@ def changed_between(path: str, start_exclusive: int, end: int, *, what: str) -> 
             raise InputError(f"{f.uri}, deleted from {path} in version {f.version}, was vacuumed before this model "
                              "read it; run with --full-refresh", input_name=what)
     return out
+
+
+def change_feed(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[tuple[str | None, DataFile]]:
+    """A table's change data feed of versions (start, end] in log order (start None: the table at
+    `end`, every row an insert): each file with the change type of its rows (`insert`, `delete`),
+    or None for a `cdc` file, whose rows carry theirs in `CHANGE_TYPE`."""
+    if start_exclusive is None:
+        return [("insert", f) for f in data_files(path, end)]
+    types = {"add": "insert", "remove": "delete", "cdc": None}
+    return [(types[kind], f) for kind, f in changed_between(path, start_exclusive, end, what=what)]
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:

@@ -31,11 +31,10 @@ from ..spec import InputSpec
 from ..types import RowKind
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
 from . import delta_log, file_reads
-from .delta_log import DataFile
+from .delta_log import CHANGE_TYPE, DataFile
 from .file_reads import FILE_POSITION, ROW_POSITION
 
 ORDER = "_order"  # upsert: (commit version, file, row) of a row, to order a key's versions
-CHANGE_TYPE = "_change_type"
 CDF_KINDS = {"insert": RowKind.INSERT, "update_preimage": RowKind.UPDATE_BEFORE,
              "update_postimage": RowKind.UPDATE_AFTER, "delete": RowKind.DELETE}
 DEBEZIUM_IMAGES = ("before", "after")
@@ -115,20 +114,17 @@ def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
 
 def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
     data = data_schema(spec)
-    if start is None:  # the first run reads the table as it is: every row an insert
-        return file_reads.read(spark, delta_log.data_files(spec.location, end), data).withColumn(
-            spec.op_column, F.lit(RowKind.INSERT.value))
-    entries = delta_log.changed_between(spec.location, start, end, what=spec.name)
+    feed = delta_log.change_feed(spec.location, start, end, what=spec.name)
     frames = []
-    cdc = [f for kind, f in entries if kind == "cdc"]
+    cdc = [f for change, f in feed if change is None]
     if cdc:
-        rows = file_reads.read(spark, cdc, StructType(list(data.fields) + [StructField(CHANGE_TYPE, StringType())]))
+        rows = file_reads.read(spark, cdc, _feed_schema(spec))
         kind = F.create_map(*[x for k, v in CDF_KINDS.items() for x in (F.lit(k), F.lit(v.value))])[col(CHANGE_TYPE)]
         frames.append(rows.select(*[col(c) for c in data.names], kind.alias(spec.op_column)))
-    for action, row_kind in (("add", RowKind.INSERT), ("remove", RowKind.DELETE)):
-        files = [f for kind, f in entries if kind == action]
+    for change in ("insert", "delete"):
+        files = [f for c, f in feed if c == change]
         if files:
-            frames.append(file_reads.read(spark, files, data).withColumn(spec.op_column, F.lit(row_kind.value)))
+            frames.append(file_reads.read(spark, files, data).withColumn(spec.op_column, F.lit(CDF_KINDS[change].value)))
     if not frames:
         return spark.createDataFrame([], changelog_schema(spec))
     return reduce(DataFrame.unionByName, frames)
@@ -191,9 +187,8 @@ def snapshot_sql(spec: InputSpec, source: str) -> str:
     (upsert: every file the log added, each row with its position in the log,
     `FILE_POSITION` and `ROW_POSITION`)."""
     cols = ", ".join(q(c) for c in spec.column_names)
-    typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
     if spec.changelog_format in ("append", "cdf"):  # as declared
-        return f"SELECT {typed} FROM {source}"
+        return f"SELECT {_typed(spec)} FROM {source}"
     if spec.changelog_format == "upsert":
         key = ", ".join(q(k) for k in spec.unique_key)
         order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + \
@@ -217,30 +212,45 @@ def snapshot_sql(spec: InputSpec, source: str) -> str:
 LOG_KIND, LOG_ORDER = "__log_kind", "__log_order"
 
 
-def changelog_sql(spec: InputSpec, source: str) -> str:
-    """SQL for the input's changelog rows in log order, given `source`: every file the log added,
-    each row with `FILE_POSITION` and `ROW_POSITION`. Columns: the declared ones (typed), the row
-    kind (`LOG_KIND`) and `LOG_ORDER`, which sorts the rows as they were written (a Debezium
-    update's before image first). A `cdf` input yields its live rows as insertions."""
-    typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+def history_schema(spec: InputSpec) -> StructType:
+    """What `changelog_sql` reads from its source: the format's columns (a change data feed's:
+    the declared ones and `CHANGE_TYPE`) and each row's position in the log."""
+    if spec.changelog_format == "cdf":
+        return file_reads.with_positions(_feed_schema(spec))
+    return file_reads.with_positions(file_schema(spec))
 
-    def rows(kind: str, image: int = 0, columns: str = typed, where: str = "true") -> str:
+
+def _feed_schema(spec: InputSpec) -> StructType:
+    """The rows of a change data feed: the declared columns and `CHANGE_TYPE`."""
+    return StructType(list(data_schema(spec).fields) + [StructField(CHANGE_TYPE, StringType())])
+
+
+def changelog_sql(spec: InputSpec, source: str) -> str:
+    """SQL for the input's changelog rows in log order, given `source`: the rows of `history_schema`
+    (a `cdf` input: its change data feed, the table as the model first read it first; any other:
+    every file the log added). Columns: the declared ones (typed), the row kind (`LOG_KIND`) and
+    `LOG_ORDER`, which sorts the rows as they were written (a Debezium update's before image first)."""
+    def rows(kind: str, image: int = 0, columns: str = _typed(spec), where: str = "true") -> str:
         order = f"named_struct('file', {q(FILE_POSITION)}, 'row', {q(ROW_POSITION)}, 'image', {image})"
         return f"SELECT {columns}, {kind} AS {q(LOG_KIND)}, {order} AS {q(LOG_ORDER)} FROM {source} WHERE {where}"
 
     fmt, op = spec.changelog_format, q(spec.op_column)
-    if fmt in ("append", "cdf"):
+    if fmt == "append":
         return rows(f"'{RowKind.INSERT.value}'")
+    if fmt == "cdf":
+        return rows("CASE " + " ".join(f"WHEN {q(CHANGE_TYPE)} = '{t}' THEN '{k.value}'" for t, k in CDF_KINDS.items())
+                    + " END")
     if fmt == "changelog":
         return rows(op)
     if fmt == "upsert":
         deleted = f"coalesce({q(spec.delete_column)}, false)" if spec.delete_column else "false"
         return rows(f"CASE WHEN {deleted} THEN '{RowKind.DELETE.value}' ELSE '{RowKind.UPDATE_AFTER.value}' END")
-
-    def image(which: str) -> str:
-        return ", ".join(f"CAST({which}.{q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)
-
     kind_before = f"CASE {op} WHEN 'u' THEN '{RowKind.UPDATE_BEFORE.value}' ELSE '{RowKind.DELETE.value}' END"
     kind_after = f"CASE {op} WHEN 'u' THEN '{RowKind.UPDATE_AFTER.value}' ELSE '{RowKind.INSERT.value}' END"
-    return (rows(kind_before, 0, image("before"), f"{op} IN ('u', 'd')") + " UNION ALL "
-            + rows(kind_after, 1, image("after"), f"{op} IN ('c', 'r', 'u')"))
+    return (rows(kind_before, 0, _typed(spec, "before."), f"{op} IN ('u', 'd')") + " UNION ALL "
+            + rows(kind_after, 1, _typed(spec, "after."), f"{op} IN ('c', 'r', 'u')"))
+
+
+def _typed(spec: InputSpec, prefix: str = "") -> str:
+    """SQL: the declared columns (read from `prefix` + name), each cast to its declared type."""
+    return ", ".join(f"CAST({prefix}{q(c.name)} AS {c.type}) AS {q(c.name)}" for c in spec.columns)

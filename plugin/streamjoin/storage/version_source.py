@@ -14,9 +14,11 @@ table reference (`FROM <schema table> WITH ('path' = ..., 'version' = ...)`) to 
 holds the columns: `schema_table` makes one per distinct set of columns, in the `streamjoin_schemas`
 database; it holds no data, and every view with those columns shares it.
 
-Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files, or
+Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files;
 `added`, every file the log added up to the version in commit order: an upsert changelog's
-history), `storage_options` (JSON; delta-rs's names, as registered for the location). The columns
+history; or `changes`, the live files at version `since` and then the change data feed of the
+versions after it, each row with its `delta_log.CHANGE_TYPE`: a `cdf` input's history as a model read
+it), `storage_options` (JSON; delta-rs's names, as registered for the location). The columns
 `file_reads.FILE_POSITION` and `ROW_POSITION`, when the schema has them, number each row by its file's position
 in that order and its position in the file.
 """
@@ -41,10 +43,13 @@ NAME = "streamjoin_delta"
 SCHEMAS = "streamjoin_schemas"
 
 
-def reference(spark: SparkSession, path: str, table_version: int, schema: StructType, *, added: bool = False) -> str:
+def reference(spark: SparkSession, path: str, table_version: int, schema: StructType, *, files: str = "live",
+              since: int | None = None) -> str:
     """A table reference (for a FROM clause) that reads `schema`'s columns of the table at `path` as
-    of `table_version` (`added`: every file added up to it, in commit order)."""
-    options = {"path": path, "version": str(table_version), "files": "added" if added else "live"}
+    of `table_version`, from the `files` the module docstring names (`changes`: after version `since`)."""
+    options = {"path": path, "version": str(table_version), "files": files}
+    if since is not None:
+        options["since"] = str(since)
     storage = filesystem.options_for(path)
     if storage:
         options["storage_options"] = json.dumps(storage, sort_keys=True)
@@ -99,10 +104,11 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         _register(self.options)
-        path, at = self.options["path"], int(self.options["version"])
-        files = delta_log.added_between(path, -1, at, what=path) if self.options.get("files") == "added" \
-            else delta_log.data_files(path, at)
-        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(files)]
+        path, at, files = self.options["path"], int(self.options["version"]), self.options.get("files")
+        if files == "changes":
+            return [_File(i, f.uri, partition) for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))]
+        listed = delta_log.added_between(path, -1, at, what=path) if files == "added" else delta_log.data_files(path, at)
+        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(listed)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
@@ -110,6 +116,14 @@ class _Reader(DataSourceReader):
         table = read_file(partition.uri, self.arrow, _storage_options(self.options), ordinal=partition.ordinal,
                           partition=partition.partition)
         yield from table.to_batches()
+
+
+def _changes(path: str, since: int, at: int) -> Iterator[tuple[delta_log.DataFile, dict[str, str | None]]]:
+    """The files of a table's history as a model reading its change data feed from version `since`
+    on reads them, in log order, each with the values that fill its columns (its partition values,
+    and the change type of a file whose rows do not carry theirs)."""
+    for change, f in delta_log.change_feed(path, None, since, what=path) + delta_log.change_feed(path, since, at, what=path):
+        yield f, dict(f.partition) if change is None else {**f.partition, delta_log.CHANGE_TYPE: change}
 
 
 def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
