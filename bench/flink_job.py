@@ -6,7 +6,7 @@ Runs with the Flink virtualenv's interpreter, never the main one::
 
 Each job of the JSON list on stdin names the SQL, the inputs (a folder of JSON-lines files each, in
 ``debezium-json`` for changelogs or plain ``json`` for insert-only streams, with the
-event-time column for a watermark) and an output folder with the result's columns. The result is written as a
+event-time column for a watermark and the primary key a versioned table needs) and an output folder with the result's columns. The result is written as a
 ``debezium-json`` changelog (``op`` ``c`` adds ``after``, ``d`` retracts ``before``), so
 the caller can rebuild the final multiset and checksum it. Flink runs in streaming
 mode; sources read with parallelism 1 (one file each, so every input keeps its order).
@@ -21,8 +21,10 @@ from typing import Any
 
 
 def _ddl(table: str, columns: list[list[str]], options: dict[str, str],
-         event_time: str | None) -> str:
+         event_time: str | None, primary_key: list[str] | None = None) -> str:
     cols = [f"`{name}` {flink_type}" for name, flink_type in columns]
+    if primary_key:
+        cols.append(f"PRIMARY KEY ({', '.join(f'`{k}`' for k in primary_key)}) NOT ENFORCED")
     if event_time:
         cols.append(f"WATERMARK FOR `{event_time}` AS `{event_time}`")
     opts = ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
@@ -54,7 +56,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         t_env.get_config().set(key, value)
     for spec in job["inputs"]:
         t_env.execute_sql(_ddl(spec["name"], spec["columns"], _source_options(spec),
-                               spec.get("event_time")))
+                               spec.get("event_time"), spec.get("primary_key")))
     query = t_env.sql_query(job["sql"])
     sink = {"connector": "filesystem", "path": job["output"], "format": "debezium-json",
             "debezium-json.timestamp-format.standard": "SQL"}

@@ -47,8 +47,8 @@ class Sizes:
     state_batch: int  # batch of that sweep
     other_state: int  # state of the other workloads
     other_batch: int  # their measured batch
-    interval_changes: int  # interval join: whole stream
-    interval_batch: int  # interval join: changes per run / micro-batch
+    interval_changes: int  # event-time joins (interval, temporal, window): whole stream
+    interval_batch: int  # event-time joins: changes per run / micro-batch
     load_chunk: int  # state is loaded in runs of at most this many changes
     small_batch: int  # the fixed-cost and retraction experiments' batch
     small_runs: int  # how many such runs each measures (their median counts)
@@ -70,18 +70,19 @@ class Sizes:
             churn_states=tuple(sorted({s(x) for x in self.churn_states})))  # fmt: skip
 
 
-ALL = ("q20", "q3", "q20_churn", "q3_churn", "q20_left_churn", "interval", "fourway_binary", "fourway_multi")
+ALL = ("q20", "q3", "q20_churn", "q3_churn", "q20_left_churn", "interval", "temporal", "window", "fourway_binary",
+       "fourway_multi")
 MODES: dict[str, Sizes] = {
     "tiny": Sizes(fixed_state=1_000, batch_sizes=(1_000,), state_sizes=(1_000,), state_batch=1_000,
                   other_state=1_000, other_batch=1_000, interval_changes=2_000, interval_batch=1_000,
                   load_chunk=1_000, small_batch=1_000, small_runs=2, churn_states=(1_000,),
-                  workloads=("q20_churn",), overlap_flink=True),
+                  workloads=("q20_churn", "temporal", "window"), overlap_flink=True),
     "quick": Sizes(fixed_state=20_000, batch_sizes=(10_000, 100_000, 1_000_000), state_sizes=(20_000, 200_000),
                    state_batch=10_000, other_state=20_000, other_batch=10_000, interval_changes=40_000,
                    interval_batch=10_000, load_chunk=100_000, small_batch=1_000, small_runs=10,
                    churn_states=(20_000, 200_000), budget_seconds=360,
                    workloads=("q20", "interval", "q20_churn", "q20_left_churn", "q3", "q3_churn",
-                              "fourway_binary", "fourway_multi")),
+                              "fourway_binary", "fourway_multi", "temporal", "window")),
     "full": Sizes(fixed_state=1_000_000, batch_sizes=(10_000, 100_000, 1_000_000),
                   state_sizes=(1_000_000, 10_000_000, 20_000_000), state_batch=10_000,
                   other_state=1_000_000, other_batch=100_000, interval_changes=2_000_000,
@@ -221,10 +222,15 @@ class Bench:
         self.comparisons.append(entry)
         return entry
 
-    def interval(self, workload: wl.Workload) -> None:
-        """The interval join: streamjoin (if its operator exists), Spark SS, Flink, Spark batch."""
+    def event_time(self, workload: wl.Workload) -> None:
+        """An event-time join (interval, temporal, window) run by run on a stream: streamjoin (if its
+        operator exists), Flink, Spark batch, and for the interval join Spark Structured Streaming.
+        A stream whose results wait for the watermark ends with ``closing`` rows."""
         sizes = self.sizes
         stream = wl.stream(workload, sizes.interval_changes)
+        if workload.waits_for_watermark:
+            closing = wl.closing(workload, stream)
+            stream = {name: pa.concat_tables([table, closing[name]]) for name, table in stream.items()}
         changes = wl.total(stream)
         batches = [wl.cut(stream, s, min(changes, s + sizes.interval_batch))
                    for s in range(0, changes, sizes.interval_batch)]
@@ -242,6 +248,8 @@ class Bench:
         else:
             self.skipped[workload.name] = f"not run: operator missing ({workload.requires})"
         entry = self.compare(workload, stream, changes, model)
+        if workload.kind != "interval":  # Spark SS has no temporal join, nor a window join whose result
+            return  # keeps the rows' event time next to the window (one event-time column per stream)
         folder = self.work / "peers" / entry["id"] / "spark_streaming"
         shutil.rmtree(folder, ignore_errors=True)
         systems.write_stream_files(batches, folder / "in")
@@ -277,8 +285,8 @@ class Bench:
             print(f"workload {name}", flush=True)
             if self.out_of_time(name):
                 continue
-            if workload.kind == "interval":
-                self.interval(workload)
+            if workload.event_time:
+                self.event_time(workload)
                 continue
             if not wl.module_exists(workload.requires):
                 self.skipped[name] = f"not run: operator missing ({workload.requires})"

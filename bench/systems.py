@@ -74,7 +74,7 @@ def spark_batch(spark: SparkSession, workload: Workload, snapshots: Path, out: P
         spark.read.parquet(str(snapshots / item.name)).createOrReplaceTempView(item.name)
     with PeakMemory() as memory:
         started = time.perf_counter()
-        spark.sql(workload.sql).write.mode("overwrite").parquet(str(out))
+        spark.sql(workload.spark_sql).write.mode("overwrite").parquet(str(out))
         seconds = time.perf_counter() - started
     return {"seconds": seconds, "peak_rss_bytes": memory.peak}
 
@@ -83,7 +83,7 @@ def batch_schema(spark: SparkSession, workload: Workload, snapshots: Path) -> St
     """The query's result columns and types, as Spark infers them (the canonical schema)."""
     for item in workload.inputs:
         spark.read.parquet(str(snapshots / item.name)).createOrReplaceTempView(item.name)
-    return spark.sql(workload.sql).schema
+    return spark.sql(workload.spark_sql).schema
 
 
 # --- streamjoin --------------------------------------------------------------------------
@@ -199,7 +199,8 @@ def flink_job(name: str, workload: Workload, tables: dict[str, pa.Table], schema
         cols = [[n, _flink_type(t, rowtime=n == workload.event_time)] for n, t in columns(workload, item)]
         inputs.append({"name": item.name, "path": str(folder / "in" / item.name), "columns": cols,
                        "format": "debezium-json" if workload.changelog else "json",
-                       "event_time": workload.event_time})
+                       "event_time": workload.event_time,  # a temporal join's versioned input needs its key
+                       "primary_key": list(item.unique_key) if workload.kind == "temporal" else []})
     result_columns = [[f.name, FLINK_TYPES[f.dataType.simpleString()]] for f in schema.fields]
     shutil.rmtree(folder / "out", ignore_errors=True)
     return {"name": name, "sql": workload.sql, "inputs": inputs, "output": str(folder / "out"),
@@ -278,7 +279,7 @@ def spark_streaming(spark: SparkSession, workload: Workload, folder: Path) -> di
     shutil.rmtree(folder / "checkpoint", ignore_errors=True)
     with PeakMemory() as memory:
         started = time.perf_counter()
-        query = (spark.sql(workload.sql).writeStream.format("parquet").outputMode("append")
+        query = (spark.sql(workload.spark_sql).writeStream.format("parquet").outputMode("append")
                  .option("checkpointLocation", str(folder / "checkpoint")).trigger(availableNow=True)
                  .start(str(out)))
         query.awaitTermination()

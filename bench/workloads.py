@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from datetime import timedelta
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bench import changelog as cl
 from bench import nexmark as nx
@@ -37,7 +40,7 @@ class Workload:
     """A join query over Nexmark inputs, and how to generate and run it."""
 
     name: str
-    kind: str  # "regular", "interval" or "multiway"
+    kind: str  # "regular", "interval", "multiway", "temporal" or "window"
     sql: str
     inputs: tuple[Input, ...]
     update_fraction: float = 0.0
@@ -46,10 +49,22 @@ class Workload:
     event_time: str | None = None  # event-time column of every input (interval joins)
     config: dict[str, Any] = field(default_factory=dict)
     requires: str | None = None  # module that must exist for streamjoin to run it
+    batch_sql: str | None = None  # Spark SQL's form of ``sql`` for the recompute, where Spark SQL lacks the join
 
     @property
     def changelog(self) -> bool:
         return self.update_fraction > 0 or self.delete_fraction > 0
+
+    @property
+    def spark_sql(self) -> str:
+        """The query as Spark SQL runs it (the recompute, Spark Structured Streaming)."""
+        return self.batch_sql or self.sql
+
+    @property
+    def waits_for_watermark(self) -> bool:
+        """Whether results wait for the watermark (Flink fires them all at the end of its input;
+        streamjoin once a later row moves the watermark past them: see ``closing``)."""
+        return self.kind in ("temporal", "window")
 
 
 _Q20 = """SELECT B.auction, B.bidder, B.price, B.channel, B.url, B.date_time AS bid_time,
@@ -77,6 +92,28 @@ JOIN auction_item AS I ON B.auction = I.id
 JOIN auction_price AS P ON B.auction = P.id
 JOIN auction_seller AS S ON B.auction = S.id"""
 
+_TEMPORAL = """SELECT B.auction, B.bidder, B.price, B.date_time AS bid_time, A.seller, A.category,
+       A.date_time AS auction_time
+FROM bid AS B JOIN auction FOR SYSTEM_TIME AS OF B.date_time AS A ON B.auction = A.id"""
+
+# Spark SQL has no temporal join. Nexmark's auctions are insert-only, one version per id, so the
+# version valid at a bid's time is its auction if the auction was created by then.
+_TEMPORAL_BATCH = """SELECT B.auction, B.bidder, B.price, B.date_time AS bid_time, A.seller, A.category,
+       A.date_time AS auction_time
+FROM bid AS B JOIN auction AS A ON B.auction = A.id AND A.date_time <= B.date_time"""
+
+_WINDOW = """SELECT B.auction, B.bidder, B.price, B.date_time AS bid_time, A.seller, A.category,
+       B.window_start, B.window_end
+FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(date_time), INTERVAL '10' SECONDS)) AS B
+JOIN TABLE(TUMBLE(TABLE auction, DESCRIPTOR(date_time), INTERVAL '10' SECONDS)) AS A
+  ON B.auction = A.id AND B.window_start = A.window_start AND B.window_end = A.window_end"""
+
+# Spark SQL's form of the tumbling window join: window() in derived tables
+_WINDOW_BATCH = """SELECT B.auction, B.bidder, B.price, B.date_time AS bid_time, A.seller, A.category,
+       B.w.start AS window_start, B.w.end AS window_end
+FROM (SELECT *, window(date_time, '10 seconds') AS w FROM bid) AS B
+JOIN (SELECT *, window(date_time, '10 seconds') AS w FROM auction) AS A ON B.auction = A.id AND B.w = A.w"""
+
 _BID = Input("bid", "bid")
 _AUCTION = Input("auction", "auction", unique_key=("id",))
 _PERSON = Input("person", "person", unique_key=("id",))
@@ -90,6 +127,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("q20_left_churn", "regular", _Q20_LEFT, (_BID, _AUCTION), **_CHURN),
     Workload("interval", "interval", _INTERVAL, (_BID, _AUCTION), events_per_second=1_000,
              event_time="date_time", requires="streamjoin.operators.interval"),
+    Workload("temporal", "temporal", _TEMPORAL, (_BID, _AUCTION), events_per_second=1_000,
+             event_time="date_time", batch_sql=_TEMPORAL_BATCH, requires="streamjoin.operators.temporal"),
+    Workload("window", "window", _WINDOW, (_BID, _AUCTION), events_per_second=1_000,
+             event_time="date_time", batch_sql=_WINDOW_BATCH, requires="streamjoin.operators.window"),
     Workload("fourway_binary", "multiway", _FOURWAY, (
         _BID,
         Input("auction_item", "auction", ("id", "item_name"), ("id",)),
@@ -148,6 +189,20 @@ def cut(tables: dict[str, pa.Table], start: int, stop: int) -> dict[str, pa.Tabl
     for name, table in tables.items():
         lo, hi = (int(table.num_rows * x // max(whole, 1)) for x in (start, stop))
         out[name] = table.slice(lo, hi - lo)
+    return out
+
+
+def closing(workload: Workload, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """One insertion per input an hour after the stream's last event, joining nothing (every input's
+    integers are its own negative number): the watermark passes every row of the stream, so
+    streamjoin emits the results Flink fires at the end of its input."""
+    end = max(pc.max(t[workload.event_time]).as_py() for t in tables.values()) + timedelta(hours=1)
+    out = {}
+    for number, (name, table) in enumerate(tables.items(), start=1):
+        data = table.schema.remove(table.schema.get_field_index(cl.ROW_KIND))
+        row = {f.name: end if pa.types.is_timestamp(f.type) else "" if pa.types.is_string(f.type) else -number
+               for f in data}
+        out[name] = cl.with_row_kind(pa.Table.from_pylist([row], schema=data), [0])
     return out
 
 

@@ -9,7 +9,8 @@ import pytest
 from bench import harness, report
 
 TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming",
-           "spark_jobs_per_run", "fixed_cost", "retraction_state_growth", "retraction_vs_recompute"}
+           "spark_jobs_per_run", "fixed_cost", "retraction_state_growth", "retraction_vs_recompute",
+           "temporal_vs_flink", "window_vs_flink"}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +41,17 @@ def test_systems_were_compared_and_agree(results: dict) -> None:
     assert systems["streamjoin"]["rows"] > 0
     assert report.equal(comparison)
     assert comparison["flink"]["ok"] and comparison["flink"]["job_seconds"] > 0
+
+
+@pytest.mark.parametrize("workload", ["temporal", "window"])
+def test_event_time_joins_end_where_flink_and_the_batch_end(results: dict, workload: str) -> None:
+    """The temporal and window joins, run by run up to the closing rows, against Flink on the whole
+    stream and Spark's batch form of the query."""
+    comparison = next(c for c in results["comparisons"] if c["workload"] == workload)
+    systems = comparison["systems"]
+    assert set(systems) == {"streamjoin", "spark_batch", "flink"} and all("error" not in fp for fp in systems.values()), systems
+    assert systems["streamjoin"]["rows"] > 0 and report.equal(comparison)
+    assert len([p for p in results["points"] if p["workload"] == workload]) >= 2  # several runs
 
 
 def test_runs_carry_figures_and_load(results: dict) -> None:
