@@ -1,9 +1,10 @@
-"""`<model>__batch` for the time-based joins and ASOF joins: the model's own SQL over its inputs,
-decided as of the last run, equals the result after every run when every row arrives ahead of the
-watermark.
+"""`<model>__batch` for the time-based joins, lookup joins and ASOF joins: the model's own SQL over
+its inputs, decided as of the last run, equals the result after every run when every row arrives
+ahead of the watermark.
 
 A temporal join's batch joins each probe row behind the watermark with the version valid at its
-time; a window join's batch keeps the windows that fired; an ASOF join's batch picks each left row's
+time; a lookup join's batch joins each probe row with the dimension as the run that read it left it;
+a window join's batch keeps the windows that fired; an ASOF join's batch picks each left row's
 nearest right row in a LATERAL subquery. The runs are random (hypothesis), so probes wait, keys
 gain, replace and delete versions, windows stay open across run boundaries, and ASOF inputs update
 and delete rows.
@@ -26,6 +27,7 @@ from streamjoin.api import publish, run_model
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
 import test_asof_join as asof_cases
+import test_lookup_join as lookup_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import t as at_second
 from test_window_join import L, R, append_only_runs, property_sql
@@ -118,6 +120,18 @@ def test_temporal_join_results_equal_their_batch_views(spark, runs, left):
     sql = (LEFT if left else INNER) + " AND r.rate > 0"
     assert_views_match(spark, {"name": "temporal-views-property", "sql": sql,
                                "inputs": {"orders": ORDERS, "rates": RATES}, "runs": runs}, "default.temporal_views_p")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=lookup_cases.changelogs(), left=st.booleans(), with_time=st.booleans())
+def test_lookup_join_results_equal_their_batch_views(spark, runs, left, with_time):
+    """Each probe row joins the dimension as the run that read it left it, and carries that run's time."""
+    sql = (lookup_cases.LEFT if left else lookup_cases.INNER) + " AND c.name <> 'c'"
+    if with_time:
+        sql = sql.replace("SELECT o.id,", "SELECT o.id, o.pt,")
+    assert_views_match(spark, {"name": "lookup-views-property", "sql": sql, "runs": runs,
+                               "inputs": {"orders": lookup_cases.ORDERS, "customers": lookup_cases.CUSTOMERS}},
+                       "default.lookup_views_p")
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenario import assert_ok, cases_pass, compile_error, input_specs
-from streamjoin.conformance import run_case
+from streamjoin.conformance import CaseRunner, run_case
+from streamjoin.runtime.run import run_once
 from streamjoin.errors import ConfigError
 from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
@@ -153,6 +154,22 @@ def test_each_probe_row_joins_the_dimension_as_its_run_leaves_it(spark, runs, le
         assert emitted == sorted(expected, key=repr), f"run {i}: {emitted} != {expected}\nruns: {json.dumps(runs)}"
 
 
+def test_a_run_consolidates_only_the_dimension_rows_of_the_keys_its_probes_look_up(spark, tmp_path):
+    """The dimension holds 200 customers (with updates and deletes); a run whose probes look up two of
+    them reads those keys' rows only (the run log's `dimension_rows_read`), and joins them right."""
+    customers = [ins(i % 100, f"c{i}") for i in range(200)] + [["-D", [5, "c5"]], ["-U", [7, "c7"]], ["+U", [7, "z"]]]
+    runner = CaseRunner(spark, {"name": "lookup-touched", "sql": LEFT, "runs": [],
+                                "inputs": {"orders": ORDERS, "customers": CUSTOMERS}}, str(tmp_path))
+    runner.append_changes(0, {"customers": customers, "orders": [ins(1, 5), ins(2, 7), ins(3, 7), ins(4, None)]})
+    first = run_once(spark, runner.plan, runner.tables)
+    # key 5: c105 (c5 deleted); key 7: c107 and z; a NULL key looks nothing up
+    assert first.metrics["j1"]["dimension_rows_read"] == 3
+    assert sorted(map(tuple, runner.result().collect()), key=repr) == sorted(
+        [(1, "c105"), (2, "c107"), (2, "z"), (3, "c107"), (3, "z"), (4, None)], key=repr)
+    runner.append_changes(1, {"orders": [ins(5, 99)]})
+    assert run_once(spark, runner.plan, runner.tables).metrics["j1"]["dimension_rows_read"] == 2
+
+
 # -- through the API dbt calls, with the views it publishes ------------------------------------------
 def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(spark, tmp_path):
     """The entry point generated model code calls, with relation names as dbt renders them: a lookup join
@@ -180,7 +197,18 @@ def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(sp
               "SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid", inputs=inputs, config={}, root=root, relation="shop.lk")
     assert Counter((r.id, r.name) for r in spark.sql("SELECT * FROM shop.lk").collect()) == \
         Counter({(1, "new"): 1, (2, None): 1, (3, "new"): 1})
-    assert {r.pt for r in spark.sql("SELECT * FROM shop.lk__batch").collect()} == {None}
+    result = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lk").collect())
+    assert Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lk__batch").collect()) == result  # pt included
+    write_deltalake(customers, pa.table({"cid": [20], "name": ["back"], "seq": [2], "deleted": [False]}), mode="append")
+    write_deltalake(orders, pa.table({"id": [4], "cust": [20], "ts": pa.array([8_000_000], pa.timestamp("us", "UTC"))}),
+                    mode="append")
+    run_model(spark, name="lk", sql="SELECT o.id, c.name, o.pt FROM shop.orders o LEFT JOIN shop.customers FOR "
+              "SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.cid", inputs=inputs, config={}, root=root, relation="shop.lk")
+    result = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lk").collect())
+    # order 2 keeps the NULL its run found; order 4 finds customer 20 as the second run left it
+    assert Counter((i, n) for i, n, _ in result.elements()) == Counter({(1, "new"): 1, (2, None): 1, (3, "new"): 1,
+                                                                         (4, "back"): 1})
+    assert Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lk__batch").collect()) == result
 
     window = "TABLE(TUMBLE(TABLE shop.orders, DESCRIPTOR(ts), INTERVAL '5' SECOND))"
     sql = (f"SELECT L.id, R.id AS rid, L.window_end FROM {window} L JOIN {window} R "

@@ -38,7 +38,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from .batch_views import Timing, on_time_sql, replace_relations, snapshot_sql, table_key
+from .batch_views import Timing, input_sql, on_time_sql, replace_relations, runs_sql, snapshot_sql, table_key
 from .errors import ConfigError, PlanChangedError
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
@@ -268,9 +268,11 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     hidden = ("_bucket",)
     _replace_view(spark, relation, _version_select(spark, tables.result, result_version, hidden))
     _replace_view(spark, f"{relation}__changelog", _version_select(spark, tables.changelog, changelog_version, ()))
-    offsets = {name: manifest["offsets"][name]["end"] for name in plan.inputs}
-    snapshots = {name: snapshot_sql(spark, spec, offsets[name]) for name, spec in plan.inputs.items()}
-    timing = Timing.of(spark, plan, tables, manifest["offsets"], lambda path: version_of_run(path, run_id))
+    offsets, runs_version = manifest["offsets"], version_of_run(tables.runs, run_id)
+    assert runs_version is not None  # the run log holds the run
+    runs = runs_sql(spark, tables, runs_version)
+    snapshots = {name: input_sql(spark, spec, offsets[name], runs) for name, spec in plan.inputs.items()}
+    timing = Timing.of(spark, plan, tables, offsets, lambda path: version_of_run(path, run_id), runs)
     columns = [f.name for f in _schema(tables.result, result_version).fields if f.name not in hidden]
     _replace_view(spark, f"{relation}__batch",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}, timing, columns))

@@ -13,6 +13,10 @@ the watermark:
   history is the table as the model first read it, then its change data feed); and the ON
   condition gains `valid from <= probe time < valid to`, so a probe row joins the version valid
   at its time, or is null-padded under LEFT JOIN;
+- a lookup join: an input with a processing-time column gives its rows (insertions: a probe side
+  only inserts) with the time of the run that read them, from the run log; the dimension becomes its
+  snapshot at the version each run read to, valid from that run's time until the next run's, and
+  the join's ON condition gains that validity as a temporal join's does;
 - a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
 - an ASOF join (Spark SQL has none): a `LATERAL` subquery picks each left row's nearest right row
   (ON and the match condition as its WHERE, ordered by the right time, ties to the smallest row,
@@ -28,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 import sqlglot
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 from sqlglot import exp
 
 from .operators import temporal, window
@@ -43,6 +48,9 @@ from .storage.version_source import reference
 from .types import q, text
 
 VALID_FROM, VALID_TO = "__valid_from", "__valid_to"
+RUN_TIME, NEXT_RUN_TIME, RUN_OFFSETS = "`__run_time`", "`__next_run_time`", "`__run_offsets`"
+#: What `runs_sql` reads of a run's manifest (`runtime.run`).
+MANIFEST_FIELDS = "struct<started: double, offsets: map<string, struct<start: bigint, end: bigint>>>"
 
 
 def table_key(table: exp.Table | exp.Column) -> tuple[str, ...]:
@@ -60,14 +68,19 @@ class Timing:
 
     @classmethod
     def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, offsets: Mapping[str, Mapping[str, Any]],
-           table_version: Callable[[str], int | None]) -> "Timing":
+           table_version: Callable[[str], int | None], runs: str) -> "Timing":
         """The timing of `plan` as its tables are at `table_version(path)` (the run's version of
-        each state table), its inputs at the run's `offsets` (its manifest's)."""
+        each state table), its inputs at the run's `offsets` (its manifest's), after `runs` (`runs_sql`)."""
         timing = cls()
         for node in plan.nodes():
             if not isinstance(node, Join):
                 continue
-            if node.temporal is not None and not node.temporal.processing_time:
+            if node.temporal is not None and node.temporal.processing_time:
+                dimension = node.right
+                assert isinstance(dimension, Scan)  # the compiler checks it
+                timing.versions[dimension.alias.lower()] = run_versions_sql(
+                    spark, plan.inputs[dimension.input], offsets[dimension.input], runs)
+            elif node.temporal is not None:
                 probe, versioned = node.left, node.right
                 assert isinstance(probe, Scan) and isinstance(versioned, Scan)  # the compiler checks both
                 path = tables.state(f"{node.id}_probes")
@@ -121,26 +134,88 @@ def _rename(sql: str, names: Mapping[str, str]) -> str:
     return sqlglot.parse_one(sql, read="spark").transform(own).sql("spark")
 
 
+def runs_sql(spark: SparkSession, tables: ModelTables, runs_version: int) -> str:
+    """SQL for the model's runs as of a version of its run log: `run_id`, `RUN_TIME` (when it ran,
+    in milliseconds: the processing time of the rows it read), `NEXT_RUN_TIME` (the next run's;
+    NULL for the last) and `RUN_OFFSETS` (input name -> start and end of the versions it read)."""
+    schema = StructType([StructField("run_id", LongType()), StructField("manifest", StringType())])
+    manifest = f"from_json(manifest, {text(MANIFEST_FIELDS)})"
+    runs = (f"SELECT run_id, CAST({manifest}.started * 1000 AS BIGINT) AS {RUN_TIME}, {manifest}.offsets AS {RUN_OFFSETS} "
+            f"FROM {reference(spark, tables.runs, runs_version, schema)}")
+    return f"SELECT *, lead({RUN_TIME}) OVER (ORDER BY run_id) AS {NEXT_RUN_TIME} FROM ({runs})"
+
+
+def _history(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any]) -> str:
+    """SQL for the input's changelog (`formats.changelog_sql`) as the model read it up to `offsets`
+    (a manifest's). A change data feed is read from the table as the model first read it (when its
+    run log did not record that: from the table's first version)."""
+    feed = spec.changelog_format == "cdf"
+    source = reference(spark, spec.location, offsets["end"], formats.history_schema(spec),
+                       files="changes" if feed else "added", since=offsets.get("first") or 0 if feed else None)
+    return formats.changelog_sql(spec, source)
+
+
+def _no_versions(spec: InputSpec) -> str:
+    typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
+    return f"SELECT {typed}, CAST(NULL AS TIMESTAMP) AS {VALID_FROM}, CAST(NULL AS TIMESTAMP) AS {VALID_TO} WHERE false"
+
+
+def run_versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str) -> str:
+    """SQL for a lookup join's dimension as each run read it: its rows at the version the run read to,
+    valid from that run's time until the next run's (NULL: still valid)."""
+    if offsets["end"] is None:
+        return _no_versions(spec)
+    columns = ", ".join(q(c) for c in spec.column_names)
+    kind = q(formats.LOG_KIND)
+    read = (f"SELECT e.*, r.{RUN_TIME}, r.{NEXT_RUN_TIME}, r.run_id AS `__run` FROM ({_history(spark, spec, offsets)}) e "
+            f"JOIN ({runs}) r ON e.{q(formats.LOG_VERSION)} <= r.{RUN_OFFSETS}[{text(spec.name)}].`end`")
+    if spec.changelog_format == "upsert":  # per run, each key's newest row unless deleted
+        key = ", ".join(q(k) for k in spec.unique_key)
+        order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + f"{q(formats.LOG_ORDER)} DESC"
+        rows = (f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY `__run`, {key} ORDER BY {order}) AS `__n` "
+                f"FROM ({read})) WHERE `__n` = 1 AND {kind} <> '-D'")
+    else:  # per run, each row as many times as its changes add up to
+        weight = f"SUM(CASE WHEN {kind} IN ('+I', '+U') THEN 1 ELSE -1 END)"
+        rows = (f"SELECT * FROM (SELECT {columns}, {RUN_TIME}, {NEXT_RUN_TIME}, {weight} AS `__weight` FROM ({read}) "
+                f"GROUP BY `__run`, {columns}, {RUN_TIME}, {NEXT_RUN_TIME}) "
+                "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
+    return (f"SELECT {columns}, timestamp_millis({RUN_TIME}) AS {VALID_FROM}, timestamp_millis({NEXT_RUN_TIME}) AS "
+            f"{VALID_TO} FROM ({rows})")
+
+
+def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str) -> str:
+    """SQL for the rows of an input with a processing-time column, each with the time of the run that
+    read it. Its insertions only: a lookup join's probe side only inserts (a retraction fails the run)."""
+    columns = ", ".join(f"e.{q(c)}" for c in spec.column_names)
+    if offsets["end"] is None:
+        return snapshot_sql(spark, spec, None)
+    read = f"r.{RUN_OFFSETS}[{text(spec.name)}]"
+    return (f"SELECT {columns}, timestamp_millis(r.{RUN_TIME}) AS {q(spec.proc_time or '')} "
+            f"FROM ({_history(spark, spec, offsets)}) e JOIN ({runs}) r "
+            f"ON e.{q(formats.LOG_VERSION)} > coalesce({read}.`start`, -1) AND e.{q(formats.LOG_VERSION)} <= {read}.`end` "
+            f"WHERE e.{q(formats.LOG_KIND)} IN ('+I', '+U')")
+
+
 def versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], keys: Sequence[str]) -> str:
     """SQL for a versioned input's versions, as the model read its changelog up to `offsets` (a
     manifest's), each with the time it is valid from and to (NULL: still valid)."""
     columns = ", ".join(q(c) for c in spec.column_names)
     if offsets["end"] is None:
-        typed = ", ".join(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in spec.columns)
-        return f"SELECT {typed}, CAST(NULL AS TIMESTAMP) AS {VALID_FROM}, CAST(NULL AS TIMESTAMP) AS {VALID_TO} WHERE false"
-    # a change data feed is read from the table as the model first read it (a run log before that was
-    # recorded: from the table's first version)
-    feed = spec.changelog_format == "cdf"
-    source = reference(spark, spec.location, offsets["end"], formats.history_schema(spec),
-                       files="changes" if feed else "added", since=offsets.get("first") or 0 if feed else None)
+        return _no_versions(spec)
     time, key = f"CAST({q(spec.event_time or '')} AS TIMESTAMP)", ", ".join(keys)
     kind = q(formats.LOG_KIND)
     entries = (f"SELECT *, row_number() OVER (PARTITION BY {key}, {time} ORDER BY {q(formats.LOG_ORDER)} DESC) AS `__n` "
-               f"FROM ({formats.changelog_sql(spec, source)}) "
+               f"FROM ({_history(spark, spec, offsets)}) "
                f"WHERE {kind} <> '-U' AND " + " AND ".join(f"({k}) IS NOT NULL" for k in keys))
     valid = (f"SELECT *, {time} AS {VALID_FROM}, lead({time}) OVER (PARTITION BY {key} ORDER BY {time}) AS {VALID_TO} "
              f"FROM ({entries}) WHERE `__n` = 1")
     return f"SELECT {columns}, {VALID_FROM}, {VALID_TO} FROM ({valid}) WHERE {kind} <> '-D'"
+
+
+def input_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str) -> str:
+    """SQL for an input's rows as the model's runs up to `offsets` (a manifest's) read them: its
+    snapshot, with the processing time of the run that read each row where it declares one."""
+    return processing_time_sql(spark, spec, offsets, runs) if spec.proc_time else snapshot_sql(spark, spec, offsets["end"])
 
 
 def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None) -> str:
@@ -152,7 +227,7 @@ def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None
     schema = with_positions(formats.file_schema(spec)) if upsert else formats.file_schema(spec)  # upsert: by position
     rows = formats.snapshot_sql(spec, reference(spark, spec.location, table_version, schema,
                                                 files="added" if upsert else "live"))
-    if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time
+    if spec.proc_time:  # a snapshot's rows were read by no one run: no processing time (see `input_sql`)
         return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(spec.proc_time)} FROM ({rows})"
     return rows
 
@@ -188,7 +263,7 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
     parseable, conditions = asof.parseable(windows.parseable(sql))
     tree = windows.to_spark(sqlglot.parse_one(parseable, read="spark"))
     matches = {id(j): asof.match_condition(j, conditions) for j in tree.find_all(exp.Join) if _is_asof(j)}
-    texts = dict(replacements) | {f"versions:{a}": s for a, s in timing.versions.items()}
+    texts = dict(replacements) | {f"versions:{a}": f"({s})" for a, s in timing.versions.items()}
     marks = {key: f"__streamjoin_input_{i}__" for i, key in enumerate(texts)}
     laterals: dict[str, str] = {}  # mark -> an ASOF join's LATERAL subquery
 

@@ -7,13 +7,16 @@ changes — the dimension input's snapshot at the version the run reads to — a
 later changes of the dimension do not update rows already emitted, as in Flink. Under LEFT JOIN a
 probe row no dimension row matches is null-padded.
 
-The operator keeps no state: each run reads the dimension at its pinned version. The probe side
+The operator keeps no state: each run reads the dimension at its pinned version, and consolidates
+only the rows of the keys its probe rows look up (where the ON condition compares them with a
+column of the dimension as declared). The probe side
 must only insert (a retraction would have to retract a row joined against an older dimension);
 a retraction reaching the join fails the run in its write pass.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import reduce
+from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -21,7 +24,7 @@ from pyspark.sql import functions as F
 from ..row_errors import fail_when, user_struct
 from ..sql.plan import Join, Scan
 from ..storage import formats
-from ..types import JoinType
+from ..types import JoinType, q
 from ..zset import WEIGHT, col, consolidate
 from .conditions import on_condition
 
@@ -35,7 +38,8 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     spec = x.plan.inputs[dim.input]
     probes = x.delta(node.left)
     reject_retractions(x, node, probes)
-    dimension = x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name]))
+    dimension = x.persist(x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name],
+                                                       touched_keys(node, dim, probes))))
     joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
         dimension.withColumnRenamed(WEIGHT, "_wd"), on_condition(node),
         "left_outer" if node.join_type is JoinType.LEFT else "inner")
@@ -45,9 +49,28 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     found = col("_wd").isNotNull()
     x.count_metrics(node, {"operator": "lookup join"}, {
         "probes_looked_up": (probes, col(WEIGHT)),
+        "dimension_rows_read": (dimension, col(WEIGHT)),
         "rows_joined": (joined, F.when(found, weight).otherwise(0)),
         "probes_unmatched": (joined, F.when(found, 0).otherwise(col("_wp")))})
     return output
+
+
+def touched_keys(node: Join, dim: Scan, probes: DataFrame) -> Callable[[DataFrame], DataFrame] | None:
+    """What keeps the dimension's changelog rows whose join key a probe row of this run holds, so
+    the snapshot consolidates those keys' rows only: the keys that compare a probe expression with
+    a column of the dimension as declared (None: there is none, every row counts)."""
+    own = {q(internal): name for (name, internal), source in zip(dim.columns, dim.column_sources) if source == q(name)}
+    keys = [(k, own[k.right]) for k in node.keys if k.right in own]
+    if not keys:
+        return None
+    wanted = probes.select(*[F.expr(k.left).alias(f"_key{i}") for i, (k, _) in enumerate(keys)]).distinct()
+
+    def keep(rows: DataFrame) -> DataFrame:
+        equal = [rows[name].eqNullSafe(wanted[f"_key{i}"]) if k.null_safe else rows[name] == wanted[f"_key{i}"]
+                 for i, (k, name) in enumerate(keys)]
+        return rows.join(wanted, reduce(lambda a, b: a & b, equal), "left_semi")
+
+    return keep
 
 
 def reject_retractions(x: "Executor", node: Join, probes: DataFrame) -> None:

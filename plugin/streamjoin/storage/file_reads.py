@@ -29,6 +29,8 @@ KEYS = "_keys"
 #: With `positions`: a row's file (its position in the files read) and its position in that file.
 FILE_POSITION = "__file_position"
 ROW_POSITION = "__row_position"
+#: A row's commit: the version of the Delta log that added its file (a history's rows, `version_source`).
+COMMIT_VERSION = "__commit_version"
 
 
 def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False) -> DataFrame:

@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from functools import reduce
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, DataType, StringType, StructField, StructType,
+from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
 from ..spec import InputSpec
@@ -169,10 +169,14 @@ def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) ->
     return rows.select(*[col(c) for c in data_schema(spec).names], kind.alias(spec.op_column), order.alias(ORDER))
 
 
-def snapshot(spark: SparkSession, spec: InputSpec, version: int) -> DataFrame:
+def snapshot(spark: SparkSession, spec: InputSpec, version: int,
+             keep: Callable[[DataFrame], DataFrame] | None = None) -> DataFrame:
     """The input's rows at `version`, as weighted rows of its declared columns: its changelog
-    consolidated (upsert: each key's newest row unless deleted), as `snapshot_sql` reads it."""
+    consolidated (upsert: each key's newest row unless deleted), as `snapshot_sql` reads it.
+    `keep` filters the changelog rows first; it must keep every row of a key or none of them."""
     rows = read_changes(spark, spec, None, version).rows
+    if keep is not None:
+        rows = keep(rows)
     names = spec.column_names
     if spec.changelog_format == "upsert":
         order = ([col(spec.sequence_column).desc()] if spec.sequence_column else []) + [col(ORDER).desc()]
@@ -209,15 +213,14 @@ def snapshot_sql(spec: InputSpec, source: str) -> str:
             "LATERAL VIEW explode(array_repeat(1, CAST(`__weight` AS INT))) `__copies` AS `__copy`")
 
 
-LOG_KIND, LOG_ORDER = "__log_kind", "__log_order"
+LOG_KIND, LOG_ORDER, LOG_VERSION = "__log_kind", "__log_order", "__log_version"
 
 
 def history_schema(spec: InputSpec) -> StructType:
     """What `changelog_sql` reads from its source: the format's columns (a change data feed's:
-    the declared ones and `CHANGE_TYPE`) and each row's position in the log."""
-    if spec.changelog_format == "cdf":
-        return file_reads.with_positions(_feed_schema(spec))
-    return file_reads.with_positions(file_schema(spec))
+    the declared ones and `CHANGE_TYPE`), each row's position in the log and its commit."""
+    columns = _feed_schema(spec) if spec.changelog_format == "cdf" else file_schema(spec)
+    return StructType([*file_reads.with_positions(columns).fields, StructField(file_reads.COMMIT_VERSION, LongType())])
 
 
 def _feed_schema(spec: InputSpec) -> StructType:
@@ -228,11 +231,13 @@ def _feed_schema(spec: InputSpec) -> StructType:
 def changelog_sql(spec: InputSpec, source: str) -> str:
     """SQL for the input's changelog rows in log order, given `source`: the rows of `history_schema`
     (a `cdf` input: its change data feed, the table as the model first read it first; any other:
-    every file the log added). Columns: the declared ones (typed), the row kind (`LOG_KIND`) and
-    `LOG_ORDER`, which sorts the rows as they were written (a Debezium update's before image first)."""
+    every file the log added). Columns: the declared ones (typed), the row kind (`LOG_KIND`),
+    `LOG_ORDER`, which sorts the rows as they were written (a Debezium update's before image first),
+    and `LOG_VERSION`, the version that wrote the row."""
     def rows(kind: str, image: int = 0, columns: str = _typed(spec), where: str = "true") -> str:
         order = f"named_struct('file', {q(FILE_POSITION)}, 'row', {q(ROW_POSITION)}, 'image', {image})"
-        return f"SELECT {columns}, {kind} AS {q(LOG_KIND)}, {order} AS {q(LOG_ORDER)} FROM {source} WHERE {where}"
+        return (f"SELECT {columns}, {kind} AS {q(LOG_KIND)}, {order} AS {q(LOG_ORDER)}, "
+                f"{q(file_reads.COMMIT_VERSION)} AS {q(LOG_VERSION)} FROM {source} WHERE {where}")
 
     fmt, op = spec.changelog_format, q(spec.op_column)
     if fmt == "append":

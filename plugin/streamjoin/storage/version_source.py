@@ -20,7 +20,8 @@ history; or `changes`, the live files at version `since` and then the change dat
 versions after it, each row with its `delta_log.CHANGE_TYPE`: a `cdf` input's history as a model read
 it), `storage_options` (JSON; delta-rs's names, as registered for the location). The columns
 `file_reads.FILE_POSITION` and `ROW_POSITION`, when the schema has them, number each row by its file's position
-in that order and its position in the file.
+in that order and its position in the file; with `added` and `changes`, `COMMIT_VERSION` is the version
+that wrote its file (`since` for the files of the table at that version).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from pyspark.sql.types import StructType
 
 from ..types import q, text
 from . import delta_log, filesystem
-from .file_reads import read_file
+from .file_reads import COMMIT_VERSION, read_file
 
 NAME = "streamjoin_delta"
 SCHEMAS = "streamjoin_schemas"
@@ -107,8 +108,10 @@ class _Reader(DataSourceReader):
         path, at, files = self.options["path"], int(self.options["version"]), self.options.get("files")
         if files == "changes":
             return [_File(i, f.uri, partition) for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))]
-        listed = delta_log.added_between(path, -1, at, what=path) if files == "added" else delta_log.data_files(path, at)
-        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(listed)]
+        if files == "added":
+            return [_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)})
+                    for i, f in enumerate(delta_log.added_between(path, -1, at, what=path))]
+        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(delta_log.data_files(path, at))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
@@ -123,7 +126,8 @@ def _changes(path: str, since: int, at: int) -> Iterator[tuple[delta_log.DataFil
     on reads them, in log order, each with the values that fill its columns (its partition values,
     and the change type of a file whose rows do not carry theirs)."""
     for change, f in delta_log.change_feed(path, None, since, what=path) + delta_log.change_feed(path, since, at, what=path):
-        yield f, dict(f.partition) if change is None else {**f.partition, delta_log.CHANGE_TYPE: change}
+        values = {**f.partition, COMMIT_VERSION: str(since if f.version is None else f.version)}
+        yield f, values if change is None else {**values, delta_log.CHANGE_TYPE: change}
 
 
 def _storage_options(options: Mapping[str, str]) -> dict[str, str]:
