@@ -172,10 +172,14 @@ def test_on_plan_change_takes_fail_or_full_refresh():
     assert ModelConfig.from_dict({}).on_plan_change == "fail"
 
 
-def test_a_lookup_join_keeps_no_state_and_reads_the_dimension_whole():
+def test_a_lookup_join_keeps_no_state_and_says_what_it_looks_up():
     probes = spec("clicks", {"order_id": "bigint"}, proc_time="pt", changelog_format="append")
     sql = "select c.order_id, p.price from clicks c join prices for system_time as of c.pt as p on c.order_id = p.product_id"
     text = describe(compile_sql("m", sql, {"clicks": probes, "prices": PRICES}, ModelConfig()))
-    assert "lookup operator: each run reads the dimension whole, at the version the run reads to" in text
+    assert ("lookup operator: each run reads the dimension at the version the run reads to and consolidates only "
+            "the rows whose product_id its probe rows look up") in text
+    computed = sql.replace("on c.order_id = p.product_id", "on c.order_id = p.product_id + 1")
+    assert "consolidates all of them (no ON key compares with a dimension column as declared)" in describe(
+        compile_sql("m", computed, {"clicks": probes, "prices": PRICES}, ModelConfig()))
     assert "j1: keeps no state" in section(text, "retention")
     assert "clicks: changelog_format append; must be append-only: it is the probe side" in section(text, "inputs")

@@ -13,6 +13,7 @@ import datetime as dt
 import posixpath
 
 from .errors import PlanChangedError
+from .operators.lookup import dimension_keys
 from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
 from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
@@ -93,7 +94,10 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
                 [(f"{node.id}_{s.value}", f"{label}: rows that a future row of the other side can still match, "
                                           "in slices of event time") for s, label in zip(Side, (left, right))])
     if node.temporal and node.temporal.processing_time:
-        return ("lookup operator: each run reads the dimension whole, at the version the run reads to", [])
+        keys = [name for _, name in dimension_keys(node, node.right)] if isinstance(node.right, Scan) else []
+        looked_up = (f"consolidates only the rows whose {', '.join(keys)} its probe rows look up" if keys else
+                     "consolidates all of them (no ON key compares with a dimension column as declared)")
+        return (f"lookup operator: each run reads the dimension at the version the run reads to and {looked_up}", [])
     if node.temporal:
         return ("event-time temporal operator (Flink's TemporalRowTimeJoinOperator)",
                 [(f"{node.id}_probes", f"{left}: probes the watermark has not passed yet"),

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..row_errors import fail_when, user_struct
-from ..sql.plan import Join, Scan
+from ..sql.plan import EquiKey, Join, Scan
 from ..storage import formats
 from ..types import JoinType, q
 from ..zset import WEIGHT, col, consolidate
@@ -55,12 +55,17 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     return output
 
 
-def touched_keys(node: Join, dim: Scan, probes: DataFrame) -> Callable[[DataFrame], DataFrame] | None:
-    """What keeps the dimension's changelog rows whose join key a probe row of this run holds, so
-    the snapshot consolidates those keys' rows only: the keys that compare a probe expression with
-    a column of the dimension as declared (None: there is none, every row counts)."""
+def dimension_keys(node: Join, dim: Scan) -> list[tuple[EquiKey, str]]:
+    """The join keys that compare a probe expression with a column of the dimension as declared,
+    each with that column's name: what a run looks the dimension up by."""
     own = {q(internal): name for (name, internal), source in zip(dim.columns, dim.column_sources) if source == q(name)}
-    keys = [(k, own[k.right]) for k in node.keys if k.right in own]
+    return [(k, own[k.right]) for k in node.keys if k.right in own]
+
+
+def touched_keys(node: Join, dim: Scan, probes: DataFrame) -> Callable[[DataFrame], DataFrame] | None:
+    """What keeps the dimension's changelog rows whose `dimension_keys` a probe row of this run
+    holds, so the snapshot consolidates those keys' rows only (None: no such key, every row counts)."""
+    keys = dimension_keys(node, dim)
     if not keys:
         return None
     wanted = probes.select(*[F.expr(k.left).alias(f"_key{i}") for i, (k, _) in enumerate(keys)]).distinct()
