@@ -109,9 +109,12 @@ def test_after_runs_it_shows_the_states_figures_and_whether_a_changed_model_stil
         assert re.search(rf"state j1_{side}: .*\[after the last run: {rows} rows in {files} files, \d+\.\d\d MiB\]", text), text
     assert re.search(r"state: built by this plan \(last run 1, .* UTC\): the next run continues from it", text)
 
-    changed = compile_sql("m", sql.replace("left join", "join"), inputs, ModelConfig())
+    changed = compile_sql("m", sql.replace("left join", "join"), inputs, ModelConfig.from_dict({"on_plan_change": "fail"}))
     text = describe(changed, tables)
     assert "state: built by another plan (last run 1," in text and "needs a rebuild" in text
+    rebuilt = describe(compile_sql("m", sql.replace("left join", "join"), inputs, ModelConfig()), tables)
+    assert "so the next run rebuilds it side by side from its inputs, keeping the old result until it swaps the new " \
+           "one in (on_plan_change='rebuild')" in rebuilt
     diff = ["--- plan of the last run", "+++ plan now", "-  left join j1 ON `o__order_id` = `s__order_id`",
             "+  inner join j1 ON `o__order_id` = `s__order_id`"]
     assert [line for line in text.splitlines() if line.startswith(("---", "+++", "-  ", "+  "))] == diff
@@ -144,7 +147,7 @@ def test_on_plan_change_full_refresh_rebuilds_a_changed_model_and_fail_refuses_i
     api.run_model(spark, name="pc", sql=inner, inputs=inputs, config={}, root=root)
     versions = {p: delta_log.version(p) for p in tables.all_tables()}
 
-    with pytest.raises(InputError, match=r"on_plan_change='full_refresh'.*What changed:\n--- plan of the last run"):
+    with pytest.raises(InputError, match=r"set on_plan_change='rebuild' .* or 'full_refresh'\)\. What changed:\n--- plan of the last run"):
         api.run_model(spark, name="pc", sql=left_join, inputs=inputs, config={"on_plan_change": "fail"}, root=root)
     assert {p: delta_log.version(p) for p in tables.all_tables()} == versions
 
@@ -164,12 +167,12 @@ def test_on_plan_change_full_refresh_rebuilds_a_changed_model_and_fail_refuses_i
     assert report.run_id == 2 and report.changes_in == {"l": 0, "r": 1}
 
 
-def test_on_plan_change_takes_fail_or_full_refresh():
+def test_on_plan_change_takes_rebuild_fail_or_full_refresh_and_rebuilds_by_default():
     from streamjoin.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="on_plan_change 'rebuild' is not one of fail, full_refresh"):
-        ModelConfig.from_dict({"on_plan_change": "rebuild"})
-    assert ModelConfig.from_dict({}).on_plan_change == "fail"
+    with pytest.raises(ConfigError, match="on_plan_change 'swap' is not one of rebuild, fail, full_refresh"):
+        ModelConfig.from_dict({"on_plan_change": "swap"})
+    assert ModelConfig.from_dict({}).on_plan_change == "rebuild"
 
 
 def test_a_lookup_join_keeps_no_state_and_says_what_it_looks_up():

@@ -142,7 +142,7 @@ def test_a_multi_way_join_is_reprojected_from_its_inputs_state(spark, tmp_path):
     assert replayed(model) == model.result
 
 
-REFUSED = [  # (the model's new SQL, its config, why the run refuses it)
+REFUSED = [  # (the model's new SQL, its config, why the run refuses it under on_plan_change='fail')
     ("SELECT l.k AS lk, l.v, r.w FROM l JOIN r ON l.k = r.k", {},
      "the change reaches its joins or what they keep, so its state no longer fits"),
     ("SELECT l.k AS lk, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k WHERE l.v > 0", {},  # a filter pushed below the join
@@ -162,7 +162,7 @@ def test_other_changes_still_need_a_rebuild_and_write_nothing(spark, tmp_path):
     model.runner.append_changes(1, {"l": [("+I", [5, 5])]})
     versions = model.versions()
     for new_sql, config, reason in REFUSED:
-        changed(model, new_sql, **config)
+        changed(model, new_sql, **config, on_plan_change="fail")
         with pytest.raises(PlanChangedError) as refused:
             run_once(spark, model.plan, model.tables)
         assert reason in str(refused.value) and "run it with --full-refresh" in str(refused.value), new_sql
@@ -193,7 +193,7 @@ def test_a_nested_join_on_a_padded_side_needs_a_rebuild(spark, tmp_path):
     sql = "SELECT l.k, r.w, s.x FROM l JOIN r ON l.v = r.w LEFT JOIN s ON l.k = s.k"
     model = Scenario(spark, tmp_path, sql, config={"join_strategy": "binary"}, **three)
     model.run(l=[("+I", [1, 1])], r=[("+I", [1, 1])])
-    changed(model, sql.replace("s.x", "s.x + 1 AS x"), join_strategy="binary")
+    changed(model, sql.replace("s.x", "s.x + 1 AS x"), join_strategy="binary", on_plan_change="fail")
     with pytest.raises(PlanChangedError, match="the last join pads the rows of join j1 with a NULL key"):
         model.run()
 

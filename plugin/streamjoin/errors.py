@@ -45,13 +45,16 @@ class InputError(StreamJoinError):
 class PlanChangedError(InputError):
     """Raised when a model's SQL or configuration changed so that its state no longer fits; nothing was written.
 
-    `what` says why the state must be rebuilt, `diff` shows the plan's outline before and now."""
+    `what` says why the state must be rebuilt, `diff` shows the plan's outline before and now;
+    `rebuildable` is False when a side-by-side rebuild could not swap the change in either (its
+    output columns changed, which the changelog table keeps)."""
 
-    def __init__(self, what: str, diff: str, *, model: str) -> None:
-        self.what, self.diff = what, diff
+    def __init__(self, what: str, diff: str, *, model: str, rebuildable: bool = True) -> None:
+        self.what, self.diff, self.rebuildable = what, diff, rebuildable
+        then = ("set on_plan_change='rebuild' (rebuilds it side by side and swaps it in) or 'full_refresh'"
+                if rebuildable else "set on_plan_change='full_refresh'; downstream models need a full refresh too")
         super().__init__(f"the model's SQL or configuration changed since its last run: {what}; run it with "
-                         "--full-refresh (or set on_plan_change='full_refresh', and runs do so themselves). What "
-                         f"changed:\n{diff}", model=model)
+                         f"--full-refresh (or {then}). What changed:\n{diff}", model=model)
 
 
 class ConcurrentRunError(StreamJoinError):

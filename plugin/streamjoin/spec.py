@@ -16,7 +16,8 @@ from .types import parse_duration
 
 JoinStrategy = Literal["auto", "binary", "multi"]
 MissingRetractionPolicy = Literal["fail", "ignore"]
-PlanChangePolicy = Literal["fail", "full_refresh"]
+PlanChangePolicy = Literal["rebuild", "fail", "full_refresh"]
+PLAN_CHANGE_POLICIES = ("rebuild", "fail", "full_refresh")
 ChangelogFormat = Literal["changelog", "append", "cdf", "debezium", "upsert"]
 FORMATS: tuple[str, ...] = ("changelog", "append", "cdf", "debezium", "upsert")
 #: Formats whose changes may all be insertions (checked per run); the others update rows by design.
@@ -167,9 +168,6 @@ class InputSpec:
             problems.append(f"input '{name}': storage_options must map option names to values, e.g. "
                             "{AWS_ENDPOINT_URL: 'http://127.0.0.1:9000', AWS_REGION: 'us-east-1'}")
             options = {}
-        on_plan_change = raw.get("on_plan_change", "fail")
-        if on_plan_change not in ("fail", "full_refresh"):
-            problems.append(f"on_plan_change '{on_plan_change}' is not one of fail, full_refresh")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -198,9 +196,11 @@ class ModelConfig:
     on_missing_retraction: MissingRetractionPolicy = "fail"
     output_unique_key: tuple[str, ...] = ()
     state_buckets: int = 16
-    #: when the SQL or configuration changed what the state depends on: refuse the run (`fail`), or
-    #: drop the state and outputs and replay every input as `--full-refresh` does (`full_refresh`)
-    on_plan_change: PlanChangePolicy = "fail"
+    #: when the SQL or configuration changed what the state depends on: rebuild the new state and
+    #: outputs side by side from the inputs' history and swap them in (`rebuild`, see
+    #: `runtime.rebuild`), refuse the run (`fail`), or drop the state and outputs and replay every
+    #: input as `--full-refresh` does (`full_refresh`)
+    on_plan_change: PlanChangePolicy = "rebuild"
 
     KEYS = ("join_strategy", "state_ttl", "allowed_lateness", "on_missing_retraction",
             "output_unique_key", "state_buckets", "on_plan_change")
@@ -231,9 +231,9 @@ class ModelConfig:
         buckets = raw.get("state_buckets", 16)
         if not isinstance(buckets, int) or not 1 <= buckets <= 4096:
             problems.append(f"state_buckets {buckets!r} must be a whole number from 1 to 4096")
-        on_plan_change = raw.get("on_plan_change", "fail")
-        if on_plan_change not in ("fail", "full_refresh"):
-            problems.append(f"on_plan_change '{on_plan_change}' is not one of fail, full_refresh")
+        on_plan_change = raw.get("on_plan_change", "rebuild")
+        if on_plan_change not in PLAN_CHANGE_POLICIES:
+            problems.append(f"on_plan_change '{on_plan_change}' is not one of {', '.join(PLAN_CHANGE_POLICIES)}")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(

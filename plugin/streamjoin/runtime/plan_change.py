@@ -19,9 +19,12 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from pyspark.sql.types import StructType
+
 from ..errors import PlanChangedError
 from ..sql.plan import Join, JoinPlan, Scan
 from ..storage import delta_log
+from ..storage.results import BUCKET
 from ..storage.tables import ModelTables
 from ..types import Side
 
@@ -85,6 +88,20 @@ def reprojects(plan: JoinPlan, last_manifest: Mapping[str, Any] | None, tables: 
     what = (f"only its projection changed, but the result cannot be re-projected from state: {why}" if same_state
             else "the change reaches its joins or what they keep, so its state no longer fits")
     raise PlanChangedError(what, outline_diff(tables, plan), model=plan.model)
+
+
+def check_output_columns(plan: JoinPlan, tables: ModelTables, schema: StructType, held: StructType, *,
+                         change: str) -> None:
+    """Refuse an output whose columns (names, types, order) differ from those of the result table
+    (`held`): the changelog table's schema fixes them. `change` says what else changed."""
+    def columns(struct: StructType) -> list[str]:
+        return [f"{f.name} {f.dataType.simpleString()}" for f in struct.fields if f.name != BUCKET]
+
+    was, now = columns(held), columns(schema)
+    if was != now:
+        raise PlanChangedError(f"{change}, but so did its output columns ({', '.join(was)} before, {', '.join(now)} "
+                               "now), which its changelog table keeps", outline_diff(tables, plan), model=plan.model,
+                               rebuildable=False)
 
 
 def last_outline(tables: ModelTables) -> str | None:

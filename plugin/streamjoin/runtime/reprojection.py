@@ -19,20 +19,17 @@ from typing import Mapping
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
-from ..errors import PlanChangedError
 from ..operators.multiway import input_side
 from ..operators.regular import JoinSide
-from ..sql.plan import Join, JoinPlan, Node, Scan
+from ..sql.plan import Join, Node, Scan
 from ..storage import delta_log, file_reads, formats
-from ..storage.results import BUCKET, output_schema
+from ..storage.results import output_schema
 from ..storage.state import StateTable
-from ..storage.tables import ModelTables
 from ..types import Side
 from ..zset import WEIGHT, col, consolidate
 from .executor import Executor
-from .plan_change import outline_diff
+from .plan_change import check_output_columns
 
 
 @dataclass
@@ -94,23 +91,11 @@ def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[s
     version = executor.versions.get(tables.result)
     schema = output_schema(change)
     if version is not None:
-        check_columns(plan, tables, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)))
+        check_output_columns(plan, tables, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)),
+                             change="only its projection changed")
     replay = StateReplay.of(executor, input_starts)
     before = replay.projected(replay.delta(plan.root))
     held = file_reads.read(executor.spark, delta_log.data_files(tables.result, version), schema)
     names = plan.output_names
     retracted = held.select(*[col(c) for c in names], F.lit(-1).cast("long").alias(WEIGHT))
     return consolidate(change.unionByName(before).unionByName(retracted), names)
-
-
-def check_columns(plan: JoinPlan, tables: ModelTables, schema: StructType, held: StructType) -> None:
-    """Refuse a projection whose columns (names, types, order) differ from those of the result
-    table (`held`): the changelog table's schema fixes them."""
-    def columns(struct: StructType) -> list[str]:
-        return [f"{f.name} {f.dataType.simpleString()}" for f in struct.fields if f.name != BUCKET]
-
-    was, now = columns(held), columns(schema)
-    if was != now:
-        raise PlanChangedError(f"only its projection changed, but so did its output columns ({', '.join(was)} before, "
-                               f"{', '.join(now)} now), which its changelog table keeps", outline_diff(tables, plan),
-                               model=plan.model)

@@ -10,6 +10,10 @@
    tagged with the app transaction (`streamjoin:<model>`, run id) and carrying the manifest;
    a table that already holds this run's commit is skipped. The run log commits last and
    marks the run complete.
+
+A plan its state no longer fits is rebuilt side by side and swapped in by a run of its own
+(`runtime.rebuild`) under `on_plan_change='rebuild'`; other policies refuse it (`fail`) or leave
+it to the caller (`full_refresh`, see `api.run_model`).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from ..errors import ConcurrentRunError, InputError
+from ..errors import ConcurrentRunError, InputError, PlanChangedError
 from ..row_errors import fail_when, raised
 from ..spec import InputSpec
 from ..sql.plan import JoinPlan
@@ -36,8 +40,8 @@ from ..storage.results import stage_changelog, stage_result
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
-from ..zset import bad_row_kinds_test, col
-from . import lease, reprojection
+from ..zset import WEIGHT, bad_row_kinds_test, col
+from . import lease, rebuild, reprojection
 from .executor import Executor
 from .intermediates import Intermediates
 from .phases import Phases
@@ -134,10 +138,12 @@ class Progress:
 class Run:
     """One incremental run of a compiled model over its inputs' Delta changelogs."""
 
-    def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> None:
+    def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables,
+                 swap_from: ModelTables | None = None) -> None:
         self.spark = spark
         self.plan = plan
         self.tables = tables
+        self.swap_from = swap_from  # a rebuilt model to swap in (`runtime.rebuild`) instead of a run of changes
         self.app = app_id(plan.model)
         self.intermediates = Intermediates()
 
@@ -151,6 +157,8 @@ class Run:
                 if manifest is not None:
                     return run_id, manifest, True
         previous = manifest_of(self.tables.runs) or {}
+        if self.swap_from is not None:
+            return run_id, self.swap_manifest(run_id, previous), False
         reproject = reprojects(self.plan, previous, self.tables)
         offsets = {}
         for name, spec in self.plan.inputs.items():
@@ -166,6 +174,19 @@ class Run:
                     "offsets": offsets, "versions": versions, "started": time.time(),
                     **({"reproject": True} if reproject else {})}
         return run_id, manifest, False
+
+    def swap_manifest(self, run_id: int, previous: Mapping[str, Any]) -> dict[str, Any]:
+        """The swap's manifest: the new plan's fingerprints, the offsets the rebuilt model read to
+        (from what the model itself had read: the swap's input), the model's table versions and
+        the rebuilt model's (`rebuild.swap_source`)."""
+        assert self.swap_from is not None
+        built = manifest_of(self.swap_from.runs)
+        assert built is not None, "a swap follows a run of the rebuilt model"
+        offsets = {name: {**o, "start": previous.get("offsets", {}).get(name, {}).get("end")}
+                   for name, o in built["offsets"].items()}
+        return {"run": run_id, "plan": plan_fingerprint(self.plan), "state": state_fingerprint(self.plan),
+                "offsets": offsets, "versions": {path: delta_log.version(path) for path in self.tables.all_tables()},
+                "started": time.time(), "swap": rebuild.swap_source(self.swap_from)}
 
     def check_not_rebuilt(self, name: str, spec: InputSpec, consumed: Mapping[str, Any], now: Mapping[str, Any]) -> None:
         """An input table that is not the one this model read before (recreated, or older than the
@@ -222,6 +243,8 @@ class Run:
         phases = Phases()
         with phases("plan"), delta_log.latest_once():
             run_id, manifest, resumed = self.prepare()
+        if "swap" in manifest:
+            return self.swap(run_id, manifest, resumed, phases)
         offsets = manifest["offsets"]
         reproject = bool(manifest.get("reproject"))
         if reproject and not resumed:
@@ -287,6 +310,40 @@ class Run:
         log.info(report.summary())
         return report
 
+    def swap(self, run_id: int, manifest: Mapping[str, Any], resumed: bool, phases: Phases) -> RunReport:
+        """Swap the rebuilt model in (`runtime.rebuild`): its tables copied over the model's, the net
+        change of the result into the changelog, in one write pass and the usual commits."""
+        shadow, pinned, versions = rebuild.shadow_of(manifest), manifest["swap"]["versions"], manifest["versions"]
+        writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
+        try:
+            with JobGroup(self.spark, f"streamjoin {self.plan.model} run {run_id} (swap)") as jobs, \
+                    session_conf(self.spark, RUN_CONF):
+                with phases("join"):
+                    change = self.intermediates.keep(rebuild.net_change(self.spark, self.plan, self.tables, versions,
+                                                                        shadow, pinned))
+                    counts = {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
+                              "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
+                    changelog = stage_changelog(change, self.plan, self.tables, run_id, writer)
+                with phases("write"):
+                    staged = rebuild.replacements(self.tables, shadow, pinned, tag=f"r{run_id}", committed=lambda p: (
+                        delta_log.app_version(p, self.app) or 0) >= run_id) + [changelog]
+                    writer.run()
+                spark_jobs = jobs.jobs()
+            report = RunReport(self.plan.model, run_id, "committed", offsets=manifest["offsets"],
+                               rows_out={k: f.result() for k, f in counts.items()},
+                               metrics={"swapped_in": shadow.home, "spark_jobs": spark_jobs, "phases_s": phases.seconds,
+                                        "master": self.spark.sparkContext.master, OUTLINE_KEY: self.plan.explain()})
+            with phases("commit"):
+                staged.append(self.stage_run_log(run_id, manifest, report))
+                self.commit(staged, run_id, manifest)
+        finally:
+            writer.close()
+            self.intermediates.release()
+        rebuild.clean_up(self.tables, shadow)
+        report.seconds = phases.total()
+        log.info("%s (%s the rebuilt model)", report.summary(), "swapped in" if not resumed else "completed swapping in")
+        return report
+
     def stage_run_log(self, run_id: int, manifest: Mapping[str, Any], report: RunReport) -> StagedWrite:
         schema = StructType([StructField("run_id", LongType()), StructField("manifest", StringType()),
                              StructField("changes_in", StringType()), StructField("rows_out", StringType()),
@@ -315,9 +372,21 @@ class Run:
                 continue  # a previous attempt of this run committed this table already
             delta_log.commit(write.path, actions, write.schema, partition_by=write.partition_by,
                              app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata},
-                             read_version=manifest["versions"].get(write.path))
+                             read_version=manifest["versions"].get(write.path), overwrite=write.overwrite)
 
 
 def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:
-    """Perform one incremental run of `plan` with its state under `tables`."""
-    return Run(spark, plan, tables).execute()
+    """Perform one incremental run of `plan` with its state under `tables`. Under
+    `on_plan_change='rebuild'`, a plan the state no longer fits is rebuilt side by side and
+    swapped in (`runtime.rebuild`); the report is the swap's."""
+    try:
+        return Run(spark, plan, tables).execute()
+    except PlanChangedError as exc:  # raised before the run wrote anything
+        if plan.config.on_plan_change != "rebuild" or not exc.rebuildable:
+            raise
+        log.warning("streamjoin %s: the SQL or configuration changed: %s; rebuilding it side by side from its inputs "
+                    "while its tables keep the old result, then swapping it in (on_plan_change='rebuild'). What "
+                    "changed:\n%s", plan.model, exc.what, exc.diff)
+    shadow = rebuild.shadow_tables(tables, plan)
+    Run(spark, plan, shadow).execute()
+    return Run(spark, plan, tables, swap_from=shadow).execute()

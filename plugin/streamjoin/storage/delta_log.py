@@ -123,6 +123,19 @@ def latest_metadata(path: str, key: str, table_version: int | None = None) -> st
         depth *= 4
 
 
+def operator_metadata(path: str, table_version: int) -> dict[str, str]:
+    """Every `streamjoin.*` commit-info key that operators keep (watermarks, counters, …) as
+    `latest_metadata` reads it at `table_version`: what a copy of the table must carry on."""
+    own = (MANIFEST_KEY, OPERATION_KEY, "streamjoin.run")
+    found: dict[str, str] = {}
+    for entry in table(path).history():  # newest first
+        if entry.get("version", -1) <= table_version:
+            for key, value in entry.items():
+                if key.startswith("streamjoin.") and key not in own:
+                    found.setdefault(key, value)
+    return found
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One data file of a table version (`version`: the commit that added or removed it, when known)."""
@@ -320,8 +333,9 @@ def remove_actions(files: Sequence[DataFile]) -> list[RemoveAction]:
 
 def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: StructType, *,
            partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any],
-           read_version: int | None | str = "latest") -> None:
-    """Commit file actions in one Delta transaction tagged with (app_id, run_id).
+           read_version: int | None | str = "latest", overwrite: bool = False) -> None:
+    """Commit file actions in one Delta transaction tagged with (app_id, run_id); with `overwrite`,
+    the added files replace every live file of the table, and `schema` its schema.
 
     With a `read_version` (None: the table did not exist), the commit is made against that
     version: if another writer committed the same app transaction since (or created the table),
@@ -341,8 +355,8 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
                                           commit_properties=props, post_commithook_properties=hooks)
             return
         target = table(path) if read_version == "latest" else table(path, int(read_version))
-        target.create_write_transaction(list(actions), mode="append", schema=delta_schema,
-                                       partition_by=list(partition_by) or None,
+        target.create_write_transaction(list(actions), mode="overwrite" if overwrite else "append",
+                                       schema=delta_schema, partition_by=list(partition_by) or None,
                                        commit_properties=props, post_commithook_properties=hooks)
     except (CommitFailedError, DeltaError) as exc:
         if "Concurrent" in str(exc) or "already exists" in str(exc) or isinstance(exc, CommitFailedError):

@@ -117,6 +117,15 @@ def write_bytes(uri: str, data: bytes) -> None:
         out.write(data)
 
 
+def copy(source: str, target: str) -> None:
+    """Copy a file within one filesystem (its folder is created if needed): the filesystem copies
+    it (a local copy, an object store's server-side copy), no bytes pass through this process."""
+    fs, src = filesystem(source)
+    _, dst = filesystem(target)
+    fs.create_dir(posixpath.dirname(dst), recursive=True)
+    fs.copy_file(src, dst)
+
+
 def size(uri: str) -> int:
     fs, path = filesystem(uri)
     return fs.get_file_info(path).size

@@ -65,6 +65,7 @@ class StagedWrite:
     partition_by: tuple[str, ...] = ()
     metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
     optional: bool = False  # commit only if it has actions or metadata (the table exists already)
+    overwrite: bool = False  # replace every live file of the table, and its schema (a rebuild's swap)
 
 
 @dataclass(frozen=True)
