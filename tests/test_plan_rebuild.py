@@ -26,6 +26,7 @@ from streamjoin import InputSpec, ModelConfig, ModelTables, PlanChangedError, co
 from streamjoin.api import last_complete_run
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.rebuild import REBUILD_FOLDER
+from streamjoin.runtime.report import RunReport
 from streamjoin.storage import delta_log, filesystem
 from streamjoin.storage.state import UPDATED
 
@@ -80,6 +81,25 @@ def test_a_changed_join_is_rebuilt_side_by_side_and_swapped_in(spark, tmp_path, 
     assert model.report.run_id == 4 and "swapped_in" not in model.report.metrics
     assert model.result == batch_result(spark, INNER, INPUTS, seen(*HISTORY, THIRD, FOURTH))
     assert replayed(model) == model.result
+
+
+def test_a_rebuild_held_to_a_budget_spans_runs_while_the_model_keeps_its_old_result(spark, tmp_path):
+    model = with_history(spark, tmp_path)  # each input: 2 versions (4 + 3 rows of l, 3 + 3 of r)
+    before, versions = model.result, model.versions()
+    changed(model, INNER, rebuild_budget=3)
+    model.run(**THIRD)  # a third version of each input (2 rows each)
+    progress = []
+    while model.report.status == "rebuilding":
+        assert model.versions() == versions and model.result == before  # nothing of the model's own changed
+        progress.append(model.report.metrics["rebuild"])
+        model.run()
+    assert progress == [{"l": {"read_to": 0, "latest": 2}, "r": {"read_to": 0, "latest": 2}},  # at least one version
+                        {"l": {"read_to": 1, "latest": 2}, "r": {"read_to": 1, "latest": 2}}]
+    assert "rebuilding side by side, read l to version 0 of 2, r to version 0 of 2 so far (rebuild_budget)" in \
+        RunReport("m", None, "rebuilding", metrics={"rebuild": progress[0]}).summary()
+    assert model.report.run_id == 3 and "swapped_in" in model.report.metrics
+    expected = batch_result(spark, INNER, INPUTS, seen(*HISTORY, THIRD))
+    assert model.result == expected and replayed(model) == expected
 
 
 def test_state_tables_the_new_plan_does_not_keep_are_dropped_and_new_ones_kept(spark, tmp_path):
@@ -281,3 +301,16 @@ def test_the_published_views_show_the_old_result_until_the_swap_completes(spark,
     assert shown() == [(1, "a")]
     assert sorted(tuple(r) for r in spark.table(f"{relation}__changelog").where("_run_id = 2")
                   .select("k", "v", "_row_kind").collect()) == [(1, "a", "+I"), (2, "b", "-D"), (3, "c", "-D")]
+
+
+def test_rebuild_budget_is_a_positive_whole_number_and_no_part_of_the_plan():
+    from streamjoin.errors import ConfigError
+    from streamjoin.runtime.plan_change import plan_fingerprint
+
+    for bad in (0, -5, 2.5, "100", True):
+        with pytest.raises(ConfigError, match="rebuild_budget .* must be a whole number of changes, at least 1"):
+            ModelConfig.from_dict({"rebuild_budget": bad})
+    specs = {n: InputSpec.from_dict(n, {"columns": [list(c) for c in cols]}) for n, cols in INPUTS.items()}
+    plans = [compile_sql("m", INNER, specs, ModelConfig.from_dict(config))
+             for config in ({}, {"rebuild_budget": 10}, {"on_plan_change": "fail"})]
+    assert len({plan_fingerprint(p) for p in plans}) == 1, "changing how a model rebuilds needs no rebuild"

@@ -96,7 +96,7 @@ def run_model(spark: SparkSession, *, name: str, sql: str, inputs: Mapping[str, 
                     "(on_plan_change='full_refresh'). What changed:\n%s", name, exc.what, exc.diff)
         _drop_model(spark, tables, relation)
         report = run_once(spark, plan, tables)
-    if relation:
+    if relation and report.status != "rebuilding":  # while it rebuilds, the views keep the old result
         publish(spark, plan=plan, tables=tables, relation=relation, sql=sql, relations=_relations(inputs))
     return report
 

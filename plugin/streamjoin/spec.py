@@ -201,9 +201,12 @@ class ModelConfig:
     #: `runtime.rebuild`), refuse the run (`fail`), or drop the state and outputs and replay every
     #: input as `--full-refresh` does (`full_refresh`)
     on_plan_change: PlanChangePolicy = "rebuild"
+    #: how many changes of each input a rebuild's run reads at most (None: all): a long rebuild then
+    #: spans several runs, the old result serving until the swap
+    rebuild_budget: int | None = None
 
     KEYS = ("join_strategy", "state_ttl", "allowed_lateness", "on_missing_retraction",
-            "output_unique_key", "state_buckets", "on_plan_change")
+            "output_unique_key", "state_buckets", "on_plan_change", "rebuild_budget")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, *, model: str | None = None,
@@ -234,6 +237,10 @@ class ModelConfig:
         on_plan_change = raw.get("on_plan_change", "rebuild")
         if on_plan_change not in PLAN_CHANGE_POLICIES:
             problems.append(f"on_plan_change '{on_plan_change}' is not one of {', '.join(PLAN_CHANGE_POLICIES)}")
+        budget = raw.get("rebuild_budget")
+        if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+            problems.append(f"rebuild_budget {budget!r} must be a whole number of changes, at least 1 (or left out: "
+                            "a rebuild reads every input whole in one run)")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -244,4 +251,5 @@ class ModelConfig:
             output_unique_key=key,
             state_buckets=buckets,
             on_plan_change=on_plan_change,
+            rebuild_budget=budget,
         )

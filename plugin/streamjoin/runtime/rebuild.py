@@ -4,7 +4,9 @@
 1. The new plan runs as a model of its own, the *shadow*, under `<model>/_rebuild/<plan
    fingerprint>/`: ordinary runs (the run protocol: exactly once, resumable), the first reading
    every input from its beginning. The model's own tables stay as they were meanwhile, so its
-   published views (`ref()`) keep showing the old result.
+   published views (`ref()`) keep showing the old result. With `rebuild_budget`, each of the
+   shadow's runs reads at most that many changes of each input (`budgeted_end`), one run of the
+   model each, until it has caught up (`behind`).
 2. Once the shadow has caught up, one run of the model, the *swap*, commits table by table as
    every run does (`Run` with `swap_from`):
    - each of the shadow's state tables, its late rows and its result, copied over the model's
@@ -27,6 +29,7 @@ import json
 import posixpath
 import time
 import uuid
+from collections import Counter
 from typing import Any, Callable, Mapping
 
 import pyarrow.parquet as pq
@@ -52,6 +55,36 @@ def shadow_tables(tables: ModelTables, plan: JoinPlan) -> ModelTables:
     """Where `plan` is rebuilt for the model of `tables` (one folder per plan, so a rebuild cut short
     resumes where it stopped)."""
     return ModelTables(filesystem.join(tables.home, REBUILD_FOLDER), plan_fingerprint(plan))
+
+
+def budgeted_end(path: str, start: int | None, latest: int, budget: int, *, what: str) -> int:
+    """The last version of an input a rebuild's run reads: the versions after `start` whose changes
+    (rows of the files they add) come to at most `budget` together, and at least one."""
+    first = -1 if start is None else start
+    rows: Counter = Counter()
+    for version, kind, file, data_change in delta_log.log_actions(path, first, latest, what=what):
+        if kind != "remove" and data_change:
+            rows[version] += file.num_records
+    end, total = first, 0
+    for version in range(first + 1, latest + 1):
+        total += rows[version]
+        if total > budget and end > first:
+            break
+        end = version
+    return end
+
+
+def behind(plan: JoinPlan, manifest: Mapping[str, Any] | None) -> dict[str, dict[str, int | None]]:
+    """The inputs that a rebuild, whose last run has `manifest`, has not read to their latest
+    version yet: the version it read to and the latest."""
+    offsets = (manifest or {}).get("offsets", {})
+    out = {}
+    for name, spec in plan.inputs.items():
+        latest = delta_log.version(spec.location)
+        read = offsets.get(name, {}).get("end")
+        if read is None or (latest is not None and read < latest):
+            out[name] = {"read_to": read, "latest": latest}
+    return out
 
 
 def swap_source(shadow: ModelTables) -> dict[str, Any]:

@@ -11,7 +11,7 @@ class RunReport:
 
     model: str
     run_id: int | None
-    status: str  # "committed", "no changes"
+    status: str  # "committed", "no changes", "rebuilding" (a rebuild held to its budget, see `runtime.rebuild`)
     changes_in: dict[str, int] = field(default_factory=dict)
     rows_out: dict[str, int] = field(default_factory=dict)
     offsets: dict[str, Any] = field(default_factory=dict)
@@ -21,6 +21,10 @@ class RunReport:
 
     def summary(self) -> str:
         """One line for logs, e.g. `streamjoin orders_enriched run 8: committed; changes in: ...`."""
+        if self.status == "rebuilding":
+            done = ", ".join(f"{name} to version {v['read_to']} of {v['latest']}" for name, v in self.metrics["rebuild"].items())
+            return (f"streamjoin {self.model}: rebuilding side by side, read {done} so far (rebuild_budget); "
+                    f"its tables keep the old result until the rebuild catches up and is swapped in")
         if self.status == "no changes":
             since = f" since run {self.previous_run}" if self.previous_run is not None else ""
             return f"streamjoin {self.model}: no new changes{since} on any input; nothing written"

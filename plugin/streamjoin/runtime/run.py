@@ -138,12 +138,13 @@ class Progress:
 class Run:
     """One incremental run of a compiled model over its inputs' Delta changelogs."""
 
-    def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables,
-                 swap_from: ModelTables | None = None) -> None:
+    def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables, *,
+                 swap_from: ModelTables | None = None, budget: int | None = None) -> None:
         self.spark = spark
         self.plan = plan
         self.tables = tables
         self.swap_from = swap_from  # a rebuilt model to swap in (`runtime.rebuild`) instead of a run of changes
+        self.budget = budget  # the most changes of each input this run reads (a rebuild's run), None: all
         self.app = app_id(plan.model)
         self.intermediates = Intermediates()
 
@@ -166,6 +167,8 @@ class Run:
                 raise InputError(f"no Delta table at {spec.location!r}", model=self.plan.model, input_name=name)
             consumed = previous.get("offsets", {}).get(name, {})
             end = delta_log.version(spec.location)
+            if self.budget is not None:
+                end = rebuild.budgeted_end(spec.location, consumed.get("end"), end, self.budget, what=name)
             offsets[name] = {"start": consumed.get("end"), "end": end, "table_id": _table_id(spec.location),
                              "first": consumed.get("first") if consumed else end}
             self.check_not_rebuilt(name, spec, consumed, offsets[name])
@@ -378,7 +381,9 @@ class Run:
 def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:
     """Perform one incremental run of `plan` with its state under `tables`. Under
     `on_plan_change='rebuild'`, a plan the state no longer fits is rebuilt side by side and
-    swapped in (`runtime.rebuild`); the report is the swap's."""
+    swapped in (`runtime.rebuild`): the report is the swap's, or says "rebuilding" while a
+    rebuild held to `rebuild_budget` has not caught up with the inputs (nothing of the model's
+    own changed)."""
     try:
         return Run(spark, plan, tables).execute()
     except PlanChangedError as exc:  # raised before the run wrote anything
@@ -388,5 +393,10 @@ def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunRep
                     "while its tables keep the old result, then swapping it in (on_plan_change='rebuild'). What "
                     "changed:\n%s", plan.model, exc.what, exc.diff)
     shadow = rebuild.shadow_tables(tables, plan)
-    Run(spark, plan, shadow).execute()
+    Run(spark, plan, shadow, budget=plan.config.rebuild_budget).execute()
+    behind = rebuild.behind(plan, manifest_of(shadow.runs)) if plan.config.rebuild_budget else None
+    if behind:
+        report = RunReport(plan.model, None, "rebuilding", metrics={"rebuild": behind})
+        log.info(report.summary())
+        return report
     return Run(spark, plan, tables, swap_from=shadow).execute()
