@@ -6,7 +6,8 @@ that never compile; between the runs one input's schema changes and another inpu
 row that makes the model's SELECT raise mid-run (Spark's `raise_error`); the second run must reject
 both while leaving every Delta table of those models at the version it had. Between the runs a
 third model's SQL is edited too, in its projection only: the second run applies the edit from
-state, with no rebuild.
+state, with no rebuild; a fourth model's join is edited, and the second run rebuilds it side by
+side and swaps it in.
 """
 from __future__ import annotations
 
@@ -76,11 +77,16 @@ MODELS = {
                     "join {{ source('src', 'events') }} e on l.k = e.k",
     "reprojected": "select l.k, l.v, e.v as ev from {{ source('src', 'left_in') }} l "
                    "left join {{ source('src', 'events') }} e on l.k = e.k",
+    "rebuilt": "select l.k, l.v, e.v as ev from {{ source('src', 'left_in') }} l "
+               "join {{ source('src', 'events') }} e on l.k = e.k",
 }
 LATE_MODELS = ("drifting_input", "fails_midway")
 #: reprojected's SQL as edited between the runs: other output expressions, a filter after its join
 REPROJECTED = ("select l.k, l.v * 2 as v, e.v as ev from {{ source('src', 'left_in') }} l "
                "left join {{ source('src', 'events') }} e on l.k = e.k where e.v is null or e.v < l.v")
+#: rebuilt's SQL as edited between the runs: another join, so its state is rebuilt side by side
+REBUILT = ("select l.k, l.v, e.v as ev from {{ source('src', 'left_in') }} l "
+           "left join {{ source('src', 'events') }} e on l.k = e.k and e.v < l.v")
 
 
 def _changelog(**columns: list) -> pa.Table:
@@ -130,7 +136,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     write_deltalake(str(inputs / "events"), pa.table({"k": pa.array([2], pa.int64()), "v": pa.array([20], pa.int64())}),
                     mode="append")
     (project / "models" / "reprojected.sql").write_text(REPROJECTED)
-    second = dbt(["run", "--select", *LATE_MODELS, "reprojected"], project=project, local_dir=local_dir)
+    (project / "models" / "rebuilt.sql").write_text(REBUILT)
+    second = dbt(["run", "--select", *LATE_MODELS, "reprojected", "rebuilt"], project=project, local_dir=local_dir)
     after = {m: versions(_tables(local_dir, m)) for m in LATE_MODELS}
     return Outcome(first, second, local_dir, before, after)
 
@@ -144,7 +151,7 @@ def _message(invocation: Invocation, model: str) -> str:
 def test_first_run_builds_the_valid_models(outcome: Outcome) -> None:
     assert outcome.first.statuses() == {"unsupported_sql": "error", "bad_config": "error",
                                         "drifting_input": "success", "fails_midway": "success",
-                                        "reprojected": "success"}, outcome.first.output
+                                        "reprojected": "success", "rebuilt": "success"}, outcome.first.output
     assert rows(outcome.root / "state" / "models" / "drifting_input" / "result") == [(1, 10, 5), (2, 20, 6)]
 
 
@@ -192,3 +199,15 @@ def test_a_projection_only_edit_is_applied_from_state_without_a_rebuild(outcome:
     assert rows(home / "result") == [(1, 20, 7)]
     assert rows(home / "changelog") == sorted([(1, 10, 7, "+I", 1), (2, 20, None, "+I", 1), (1, 10, 7, "-D", 2),
                                                (2, 20, None, "-D", 2), (1, 20, 7, "+I", 2)], key=repr)
+
+
+def test_an_edit_of_a_join_is_rebuilt_side_by_side_and_swapped_in(outcome: Outcome) -> None:
+    assert outcome.second.results["rebuilt"]["status"] == "success", outcome.second.output[-4000:]
+    assert "rebuilding it side by side from its inputs while its tables keep the old result" in outcome.second.output
+    assert "+  left join j1 ON `l__k` = `e__k` residual `e__v` < `l__v`" in outcome.second.output
+    home = outcome.root / "state" / "models" / "rebuilt"
+    # left_in (1, 10), (2, 20); events (1, 7) and, since the first run, (2, 20), which the new condition does not join
+    assert rows(home / "result") == [(1, 10, 7), (2, 20, None)]
+    assert rows(home / "changelog") == sorted([(1, 10, 7, "+I", 1), (2, 20, None, "+I", 2)], key=repr)
+    assert not (home / "_rebuild").exists()
+
