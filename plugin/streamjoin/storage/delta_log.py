@@ -335,7 +335,9 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
            partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any],
            read_version: int | None | str = "latest", overwrite: bool = False) -> None:
     """Commit file actions in one Delta transaction tagged with (app_id, run_id); with `overwrite`,
-    the added files replace every live file of the table, and `schema` its schema.
+    the added files replace every live file of the table, and `schema` its schema. Delta cannot
+    change a table's partition columns, so an overwrite that does makes the table anew: its log is
+    deleted first (its old files stay, unreferenced, for vacuum).
 
     With a `read_version` (None: the table did not exist), the commit is made against that
     version: if another writer committed the same app transaction since (or created the table),
@@ -344,6 +346,9 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
     props = CommitProperties(custom_metadata=dict(metadata), app_transactions=[Transaction(app_id, run_id)])
     hooks = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
     delta_schema = DeltaSchema.from_arrow(arrow_schema(schema))
+    if overwrite and exists(path) and table(path).metadata().partition_columns != list(partition_by):
+        filesystem.delete_dir(filesystem.join(path, "_delta_log"))
+        read_version = None
     try:
         if read_version is None or (read_version == "latest" and not exists(path)):
             if filesystem.is_local(path):
