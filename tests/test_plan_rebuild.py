@@ -72,7 +72,8 @@ def test_a_changed_join_is_rebuilt_side_by_side_and_swapped_in(spark, tmp_path, 
     change = Counter(expected)
     change.subtract(before)
     assert model.changelog == Counter({k: v for k, v in change.items() if v})  # the net change, nothing else
-    assert report.rows_out == {"+": sum(v for v in change.values() if v > 0), "-": -sum(v for v in change.values() if v < 0)}
+    assert report.rows_out == {"+": sum(v for v in change.values() if v > 0),
+                               "-": -sum(v for v in change.values() if v < 0)}
     assert replayed(model) == expected
     assert not filesystem.exists(filesystem.join(model.tables.home, REBUILD_FOLDER)), "the shadow is deleted"
 

@@ -22,7 +22,8 @@ class RunReport:
     def summary(self) -> str:
         """One line for logs, e.g. `streamjoin orders_enriched run 8: committed; changes in: ...`."""
         if self.status == "rebuilding":
-            done = ", ".join(f"{name} to version {v['read_to']} of {v['latest']}" for name, v in self.metrics["rebuild"].items())
+            done = ", ".join(f"{name} to version {v['read_to']} of {v['latest']}"
+                             for name, v in self.metrics["rebuild"].items())
             return (f"streamjoin {self.model}: rebuilding side by side, read {done} so far (rebuild_budget); "
                     f"its tables keep the old result until the rebuild catches up and is swapped in")
         if self.status == "no changes":

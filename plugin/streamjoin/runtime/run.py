@@ -139,10 +139,11 @@ class Run:
     """One incremental run of a compiled model over its inputs' Delta changelogs."""
 
     def __init__(self, spark: SparkSession, plan: JoinPlan, tables: ModelTables, *,
-                 swap_from: ModelTables | None = None, budget: int | None = None) -> None:
+                 swap_from: ModelTables | None = None, budget: int | None = None, label: str | None = None) -> None:
         self.spark = spark
         self.plan = plan
         self.tables = tables
+        self.label = label or plan.model  # how its report and log lines name the run's model
         self.swap_from = swap_from  # a rebuilt model to swap in (`runtime.rebuild`) instead of a run of changes
         self.budget = budget  # the most changes of each input this run reads (a rebuild's run), None: all
         self.app = app_id(plan.model)
@@ -255,10 +256,10 @@ class Run:
                         "since its last run; run %d re-projects its result from state, with no rebuild. What "
                         "changed:\n%s", self.plan.model, run_id, outline_diff(self.tables, self.plan))
         if not resumed and not reproject and all(o["start"] == o["end"] for o in offsets.values()):
-            return RunReport(self.plan.model, None, "no changes", offsets=offsets, previous_run=run_id - 1)
+            return RunReport(self.label, None, "no changes", offsets=offsets, previous_run=run_id - 1)
         writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
         try:
-            with JobGroup(self.spark, f"streamjoin {self.plan.model} run {run_id}") as jobs, input_errors(), \
+            with JobGroup(self.spark, f"streamjoin {self.label} run {run_id}") as jobs, input_errors(), \
                     session_conf(self.spark, RUN_CONF):
                 with phases("read"):
                     with delta_log.latest_once():
@@ -267,7 +268,7 @@ class Run:
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
                     self.spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(
                         read_bytes + state_bytes, self.spark.sparkContext.defaultParallelism)))
-                progress = Progress(self.plan.model, run_id, phases)
+                progress = Progress(self.label, run_id, phases)
                 progress.read(counts)
                 with phases("join"):
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
@@ -300,7 +301,7 @@ class Run:
             metrics = {**executor.metrics, **({"reprojected": True} if reproject else {}), "state_rows": state_rows,
                        "spark_jobs": spark_jobs, "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
                        OUTLINE_KEY: self.plan.explain()}
-            report = RunReport(self.plan.model, run_id, "committed", offsets=offsets, changes_in=counts,
+            report = RunReport(self.label, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
             with phases("commit"):
                 staged.append(self.stage_run_log(run_id, manifest, report))
@@ -344,7 +345,8 @@ class Run:
             self.intermediates.release()
         rebuild.clean_up(self.tables, shadow)
         report.seconds = phases.total()
-        log.info("%s (%s the rebuilt model)", report.summary(), "swapped in" if not resumed else "completed swapping in")
+        log.info("%s (%s the rebuilt model)", report.summary(),
+                 "completed swapping in" if resumed else "swapped in")
         return report
 
     def stage_run_log(self, run_id: int, manifest: Mapping[str, Any], report: RunReport) -> StagedWrite:
@@ -393,7 +395,7 @@ def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunRep
                     "while its tables keep the old result, then swapping it in (on_plan_change='rebuild'). What "
                     "changed:\n%s", plan.model, exc.what, exc.diff)
     shadow = rebuild.shadow_tables(tables, plan)
-    Run(spark, plan, shadow, budget=plan.config.rebuild_budget).execute()
+    Run(spark, plan, shadow, budget=plan.config.rebuild_budget, label=f"{plan.model} (rebuild)").execute()
     behind = rebuild.behind(plan, manifest_of(shadow.runs)) if plan.config.rebuild_budget else None
     if behind:
         report = RunReport(plan.model, None, "rebuilding", metrics={"rebuild": behind})
