@@ -44,7 +44,7 @@ LONGEST_FIRST = (
     "tests/test_lookup_join.py", "tests/test_asof_join.py", "tests/test_regular_properties.py",
     "tests/test_multiway_property.py", "tests/dbt/test_dbt_failures.py", "tests/dbt/test_dbt_object_store.py",
     "tests/test_exactly_once.py", "tests/test_interval_property.py", "tests/dbt_adapter/test_adapter_end_to_end.py",
-    "tests/test_regular_scenarios.py", "tests/test_retention.py",
+    "tests/test_regular_scenarios.py", "tests/test_retention.py", "tests/test_plan_rebuild.py",
 )
 
 
