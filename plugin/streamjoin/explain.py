@@ -164,12 +164,11 @@ def fit(plan: JoinPlan, tables: ModelTables) -> str:
         if not reprojects(plan, last, tables):
             return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
     except PlanChangedError as exc:
+        policy = plan.config.on_plan_change if exc.rebuildable else "fail"  # a change no rebuild can swap in
         then = {"rebuild": "the next run rebuilds it side by side from its inputs, keeping the old result until it "
                            "swaps the new one in (on_plan_change='rebuild')",
                 "full_refresh": "the next run rebuilds it from its inputs (on_plan_change='full_refresh')",
-                "fail": "the next run needs a rebuild (dbt run --full-refresh)"}[plan.config.on_plan_change]
-        if not exc.rebuildable:
-            then = "the next run needs a rebuild (dbt run --full-refresh)"
+                "fail": "the next run needs a rebuild (dbt run --full-refresh)"}[policy]
         return f"built by another plan (last run {last['run']}, {when}): {exc.what}, so {then}. What changed:\n{exc.diff}"
     return (f"fits (last run {last['run']}, {when}): only the projection changed (output columns, filters after the "
             "last join), so the next run re-projects the result from state with no rebuild, provided the output "

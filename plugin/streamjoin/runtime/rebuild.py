@@ -35,16 +35,16 @@ from typing import Any, Callable, Mapping
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..sql.plan import JoinPlan
-from ..storage import delta_log, file_reads, filesystem
+from ..storage import delta_log, filesystem
 from ..storage.file_stats import file_stats
+from ..storage.results import weighted_rows
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, StagedWrite
-from ..zset import WEIGHT, col, consolidate
+from ..zset import consolidate
 from .plan_change import check_output_columns, plan_fingerprint
 
 #: The folder of a model's shadows, inside its own.
@@ -115,13 +115,8 @@ def net_change(spark: SparkSession, plan: JoinPlan, tables: ModelTables, version
     new_schema = from_arrow_schema(delta_log.table_schema(shadow.result, pinned[shadow.result]))
     check_output_columns(plan, tables, new_schema, old_schema, change="its state was rebuilt side by side")
     names = plan.output_names
-
-    def weighted(path: str, version: int | None, schema: StructType, weight: int) -> DataFrame:
-        rows = file_reads.read(spark, delta_log.data_files(path, version), schema)
-        return rows.select(*[col(c) for c in names], F.lit(weight).cast("long").alias(WEIGHT))
-
-    return consolidate(weighted(shadow.result, pinned[shadow.result], new_schema, 1)
-                       .unionByName(weighted(tables.result, versions[tables.result], old_schema, -1)), names)
+    return consolidate(weighted_rows(spark, shadow.result, pinned[shadow.result], new_schema, names, 1).unionByName(
+        weighted_rows(spark, tables.result, versions[tables.result], old_schema, names, -1)), names)
 
 
 def replacements(tables: ModelTables, shadow: ModelTables, pinned: Mapping[str, int], *, tag: str,

@@ -17,14 +17,13 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Mapping
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from ..operators.multiway import input_side
 from ..operators.regular import JoinSide
 from ..sql.plan import Join, Node, Scan
-from ..storage import delta_log, file_reads, formats
-from ..storage.results import output_schema
+from ..storage import delta_log, formats
+from ..storage.results import output_schema, weighted_rows
 from ..storage.state import StateTable
 from ..types import Side
 from ..zset import WEIGHT, col, consolidate
@@ -95,7 +94,6 @@ def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[s
                              change="only its projection changed")
     replay = StateReplay.of(executor, input_starts)
     before = replay.projected(replay.delta(plan.root))
-    held = file_reads.read(executor.spark, delta_log.data_files(tables.result, version), schema)
     names = plan.output_names
-    retracted = held.select(*[col(c) for c in names], F.lit(-1).cast("long").alias(WEIGHT))
+    retracted = weighted_rows(executor.spark, tables.result, version, schema, names, -1)
     return consolidate(change.unionByName(before).unionByName(retracted), names)

@@ -36,11 +36,11 @@ from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, formats
 from ..storage.input_schema import check_input_schema
-from ..storage.results import stage_changelog, stage_result
+from ..storage.results import stage_changelog, stage_result, weight_counts
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
-from ..zset import WEIGHT, bad_row_kinds_test, col
+from ..zset import bad_row_kinds_test, col
 from . import lease, rebuild, reprojection
 from .executor import Executor
 from .intermediates import Intermediates
@@ -325,8 +325,7 @@ class Run:
                 with phases("join"):
                     change = self.intermediates.keep(rebuild.net_change(self.spark, self.plan, self.tables, versions,
                                                                         shadow, pinned))
-                    counts = {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
-                              "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
+                    counts = weight_counts(writer, change)
                     changelog = stage_changelog(change, self.plan, self.tables, run_id, writer)
                 with phases("write"):
                     staged = rebuild.replacements(self.tables, shadow, pinned, tag=f"r{run_id}", committed=lambda p: (

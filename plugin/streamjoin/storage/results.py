@@ -43,6 +43,19 @@ def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_
     return StagedWrite(tables.changelog, actions, schema)
 
 
+def weight_counts(writer: RunWriter, change: DataFrame) -> dict[str, Future]:
+    """Counters, summed in the write pass, of the rows a change adds (`+`) and retracts (`-`)."""
+    return {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
+            "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
+
+
+def weighted_rows(spark: SparkSession, path: str, version: int | None, schema: StructType, names: list[str],
+                  weight: int) -> DataFrame:
+    """The output columns of every row of a result table version, each with `weight`."""
+    rows = file_reads.read(spark, delta_log.data_files(path, version), schema)
+    return rows.select(*[col(c) for c in names], F.lit(weight).cast("long").alias(WEIGHT))
+
+
 def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], None]:
     """A test, for once the write pass ran, that no row of `frame` has a negative weight: a retraction
     the result cannot apply. The pass counts such rows (and writes none of them); the run then stops
@@ -95,8 +108,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         writer.check(unique_key_violations(spark, output, plan, path, version, schema))
     row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
     change = output.withColumn(BUCKET, row_bucket)
-    counts = {"+": writer.count(change, F.greatest(col(WEIGHT), F.lit(0))),
-              "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
+    counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
     if inserts_only and len(state.level0(files)) < state.LEVEL0_FILES:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
