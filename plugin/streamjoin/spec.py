@@ -204,9 +204,13 @@ class ModelConfig:
     #: how many changes of each input a rebuild's run reads at most (None: all): a long rebuild then
     #: spans several runs, the old result serving until the swap
     rebuild_budget: int | None = None
+    #: keep the result table's Delta change data feed: each run's change of the result as change
+    #: data files (`_change_type` insert, update_preimage, update_postimage, delete) that CDF
+    #: readers read (see `storage.change_data`)
+    change_data_feed: bool = False
 
     KEYS = ("join_strategy", "state_ttl", "allowed_lateness", "on_missing_retraction",
-            "output_unique_key", "state_buckets", "on_plan_change", "rebuild_budget")
+            "output_unique_key", "state_buckets", "on_plan_change", "rebuild_budget", "change_data_feed")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, *, model: str | None = None,
@@ -241,6 +245,9 @@ class ModelConfig:
         if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
             problems.append(f"rebuild_budget {budget!r} must be a whole number of changes, at least 1 (or left out: "
                             "a rebuild reads every input whole in one run)")
+        feed = raw.get("change_data_feed", False)
+        if not isinstance(feed, bool):
+            problems.append(f"change_data_feed {feed!r} must be true or false")
         if problems:
             raise ConfigError(problems, model=model)
         return cls(
@@ -252,4 +259,5 @@ class ModelConfig:
             state_buckets=buckets,
             on_plan_change=on_plan_change,
             rebuild_budget=budget,
+            change_data_feed=feed,
         )

@@ -36,7 +36,7 @@ from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, formats
 from ..storage.input_schema import check_input_schema
-from ..storage.results import stage_changelog, stage_result, weight_counts
+from ..storage.results import stage_change_data, stage_changelog, stage_result, weight_counts
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
@@ -281,6 +281,7 @@ class Run:
                     output = self.intermediates.keep(output)
                     result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
                                           inserts_only=executor.output_inserts_only() and not reproject)
+                    result.write.changes = stage_change_data(output, self.plan, self.tables, writer)
                     staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
                               result.write]
                 progress.done("join", lambda: f"{len(staged)} tables staged for one write pass over {progress.changes:,} changes")
@@ -330,6 +331,9 @@ class Run:
                 with phases("write"):
                     staged = rebuild.replacements(self.tables, shadow, pinned, tag=f"r{run_id}", committed=lambda p: (
                         delta_log.app_version(p, self.app) or 0) >= run_id) + [changelog]
+                    for write in staged:
+                        if write.path == self.tables.result:
+                            write.changes = stage_change_data(change, self.plan, self.tables, writer)
                     writer.run()
                 spark_jobs = jobs.jobs()
             report = RunReport(self.plan.model, run_id, "committed", offsets=manifest["offsets"],
@@ -364,8 +368,9 @@ class Run:
         very manifest committed it (a resumed run takes its manifest from there); if another run
         planned it, that run got there first and this one stops."""
         metadata = {delta_log.MANIFEST_KEY: json.dumps(manifest), "streamjoin.run": str(run_id)}
-        written = [(write, write.actions.result()) for write in staged]  # a failed write stops the run here
-        for write, actions in written:
+        written = [(write, write.actions.result(), None if write.changes is None else write.changes.result())
+                   for write in staged]  # a failed write stops the run here
+        for write, actions, changes in written:
             if write.optional and not actions and not write.metadata:
                 continue  # a state table this run did not change
             if (delta_log.app_version(write.path, self.app) or 0) >= run_id:
@@ -376,7 +381,8 @@ class Run:
                 continue  # a previous attempt of this run committed this table already
             delta_log.commit(write.path, actions, write.schema, partition_by=write.partition_by,
                              app_id=self.app, run_id=run_id, metadata={**metadata, **write.metadata},
-                             read_version=manifest["versions"].get(write.path), overwrite=write.overwrite)
+                             read_version=manifest["versions"].get(write.path), overwrite=write.overwrite,
+                             changes=changes)
 
 
 def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunReport:

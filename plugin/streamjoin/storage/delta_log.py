@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 from deltalake.exceptions import CommitFailedError, DeltaError
 
 from ..errors import ConcurrentRunError, InputError
-from . import filesystem
+from . import change_data, filesystem
 from .file_stats import file_stats
 from .filesystem import local_path
 
@@ -287,11 +287,11 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def write_small(rows: pa.Table, path: str, *, tag: str) -> list[AddAction]:
+def write_small(rows: pa.Table, path: str, *, tag: str, folder: str = "data") -> list[AddAction]:
     """Write a few rows of bookkeeping (never user data) as one Parquet file; commit nothing."""
     import pyarrow.parquet as pq
 
-    rel = f"data/{tag}-{uuid.uuid4().hex[:12]}.parquet"
+    rel = f"{folder}/{tag}-{uuid.uuid4().hex[:12]}.parquet"
     data = write_parquet(rows, filesystem.join(path, rel))
     return [AddAction(path=rel, size=len(data), partition_values={}, modification_time=int(time.time() * 1000),
                       data_change=True, stats=json.dumps(file_stats(pq.read_metadata(io.BytesIO(data)))))]
@@ -333,11 +333,16 @@ def remove_actions(files: Sequence[DataFile]) -> list[RemoveAction]:
 
 def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: StructType, *,
            partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any],
-           read_version: int | None | str = "latest", overwrite: bool = False) -> None:
+           read_version: int | None | str = "latest", overwrite: bool = False,
+           changes: Sequence[AddAction] | None = None) -> None:
     """Commit file actions in one Delta transaction tagged with (app_id, run_id); with `overwrite`,
     the added files replace every live file of the table, and `schema` its schema. Delta cannot
     change a table's partition columns, so an overwrite that does makes the table anew: its log is
     deleted first (its old files stay, unreferenced, for vacuum).
+
+    `changes` (None: the table has no change data feed) are the commit's change data files: the
+    table is made with its change data feed on, and a version that changes data names them
+    (`change_data.commit`).
 
     With a `read_version` (None: the table did not exist), the commit is made against that
     version: if another writer committed the same app transaction since (or created the table),
@@ -356,15 +361,27 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
             adds = [a for a in actions if isinstance(a, AddAction)]
             create_table_with_add_actions(local_path(path), delta_schema, adds, mode="error",
                                           partition_by=list(partition_by) or None,
+                                          configuration=None if changes is None else {change_data.FEED_PROPERTY: "true"},
                                           storage_options=filesystem.options_for(path) or None,
                                           commit_properties=props, post_commithook_properties=hooks)
             return
         target = table(path) if read_version == "latest" else table(path, int(read_version))
+        if changes is not None and (actions or overwrite):
+            if overwrite:
+                actions = [*actions, *remove_actions(data_files(path, target.version()))]
+            if not changes:  # a version that changes data names its change data, none included (see change_data)
+                stored = [f for f in arrow_schema(schema) if f.name not in partition_by]
+                empty = pa.schema([*stored, pa.field(change_data.CHANGE_TYPE, pa.string())]).empty_table()
+                changes = write_small(empty, path, tag=f"r{run_id}", folder=change_data.FOLDER)
+            change_data.commit(target, path, actions, changes, delta_schema, overwrite=overwrite, app_id=app_id,
+                               run_id=run_id, metadata={k: str(v) for k, v in metadata.items()})
+            return
         target.create_write_transaction(list(actions), mode="overwrite" if overwrite else "append",
                                        schema=delta_schema, partition_by=list(partition_by) or None,
                                        commit_properties=props, post_commithook_properties=hooks)
-    except (CommitFailedError, DeltaError) as exc:
-        if "Concurrent" in str(exc) or "already exists" in str(exc) or isinstance(exc, CommitFailedError):
+    except (CommitFailedError, DeltaError, change_data.VersionTaken) as exc:
+        if ("Concurrent" in str(exc) or "already exists" in str(exc)
+                or isinstance(exc, (CommitFailedError, change_data.VersionTaken))):
             raise ConcurrentRunError(
                 f"another run of the same model committed {path} first ({exc}); this run wrote nothing "
                 "there and stops: rerun it to pick up where the other left off") from exc

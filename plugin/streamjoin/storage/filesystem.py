@@ -18,7 +18,9 @@ explicitly). Unregistered locations use the environment, as both delta-rs and py
 """
 from __future__ import annotations
 
+import os
 import posixpath
+import uuid
 from typing import Mapping
 from urllib.parse import unquote, urlparse
 
@@ -115,6 +117,30 @@ def write_bytes(uri: str, data: bytes) -> None:
     fs.create_dir(posixpath.dirname(path), recursive=True)
     with fs.open_output_stream(path) as out:
         out.write(data)
+
+
+def can_create_new(uri: str) -> bool:
+    """Whether `create_new` works at `uri`: on a filesystem with atomic create-if-absent (a local or
+    mounted path), not on an object store, whose conditional put pyarrow does not offer."""
+    return is_local(uri)
+
+
+def create_new(uri: str, data: bytes) -> bool:
+    """Write a whole file only if none exists at `uri`, atomically (a temporary file hard-linked into
+    place, as Delta writers commit on a filesystem); False when one exists. Only where
+    `can_create_new`."""
+    if not can_create_new(uri):
+        raise ValueError(f"{uri}: no atomic create-if-absent on this storage")
+    path = local_path(uri)
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    write_bytes(temporary, data)
+    try:
+        os.link(temporary, path)  # the one local call here: pyarrow has no exclusive create or link
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        delete_file(temporary)
 
 
 def copy(source: str, target: str) -> None:

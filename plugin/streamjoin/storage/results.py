@@ -20,7 +20,7 @@ from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, consolidate, to_changelog
-from . import delta_log, file_reads, filesystem, state
+from . import change_data, delta_log, file_reads, filesystem, state
 from .tables import ModelTables
 from .writes import FileActions, RunWriter, StagedWrite
 
@@ -34,13 +34,34 @@ def output_schema(output: DataFrame) -> StructType:
 def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int,
                     writer: RunWriter) -> StagedWrite:
     """The run's changelog rows, one per unit of weight, tagged with the run id."""
-    names = plan.output_names
-    rows = to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
-    rows = rows.withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
+    rows = _changelog_rows(output, plan).withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
     schema = StructType(list(output_schema(output).fields)
                         + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
     actions = writer.write(rows, tables.changelog)
     return StagedWrite(tables.changelog, actions, schema)
+
+
+def stage_change_data(output: DataFrame, plan: JoinPlan, tables: ModelTables, writer: RunWriter) -> FileActions | None:
+    """The run's change of the result as change data files of the result's Delta change data feed,
+    rows as the changelog's with `_change_type` for `_row_kind` (None: the model keeps no feed)."""
+    if not plan.config.change_data_feed:
+        return None
+    if not change_data.supported(tables.result):
+        raise ConfigError(
+            f"change_data_feed=true needs the model's tables on a filesystem (a local or mounted path), but its result "
+            f"is at {tables.result}: there a version with change data files cannot be committed atomically "
+            "(delta-rs's Python API commits no change data files, and pyarrow has no conditional put). Leave "
+            f"change_data_feed out and read the changelog table, {plan.model}__changelog (see streamjoin.cdc for Auto "
+            "CDC)", model=plan.model)
+    types = F.create_map(*[F.lit(x) for pair in change_data.CHANGE_TYPES.items() for x in pair])
+    rows = _changelog_rows(output, plan).select(*[col(c) for c in plan.output_names],
+                                               types[col(ROW_KIND_COLUMN)].alias(change_data.CHANGE_TYPE))
+    return writer.write(rows, tables.result, partition={BUCKET: None}, folder=change_data.FOLDER)
+
+
+def _changelog_rows(output: DataFrame, plan: JoinPlan) -> DataFrame:
+    """A change's rows, one per unit of weight, each with its `_row_kind`."""
+    return to_changelog(output, plan.output_names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
 
 
 def weight_counts(writer: RunWriter, change: DataFrame) -> dict[str, Future]:

@@ -66,6 +66,7 @@ class StagedWrite:
     metadata: dict[str, str] = field(default_factory=dict)  # extra commit info (e.g. a watermark)
     optional: bool = False  # commit only if it has actions or metadata (the table exists already)
     overwrite: bool = False  # replace every live file of the table, and its schema (a rebuild's swap)
+    changes: FileActions | None = None  # its change data files (None: the table keeps no change data feed)
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,15 @@ class RunWriter:
         self.ran = False
 
     def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (),
-              partition: Mapping[str, str | None] | None = None) -> FileActions:
-        """Stage a DataFrame's rows as new files of the table at `path`; its actions come with `run`.
+              partition: Mapping[str, str | None] | None = None, folder: str = "data") -> FileActions:
+        """Stage a DataFrame's rows as new files of the table at `path` (under its `folder`); its
+        actions come with `run`.
 
         `partition_by` columns split the rows into Hive-style partition folders (and are not stored
         in the files); rows written without them get the fixed `partition` values in every file."""
         i = len(self.targets)
         names = tuple(df.columns)
-        spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}",
+        spec = TargetSpec(root=path, folder=f"{folder}/{self.tag}-{uuid.uuid4().hex[:12]}",
                           wide=tuple(f"_t{i}_{j}" for j in range(len(names))), names=names,
                           partition_by=tuple(partition_by), partition=tuple((partition or {}).items()),
                           options=tuple(options_for(path).items()))
