@@ -33,7 +33,7 @@ from streamjoin.storage.state import UPDATED
 from oracle import batch_result
 from scenario import Scenario
 from test_exactly_once import CHILD, InjectedCrash, contents, crash_after
-from test_projection_change import HISTORY, LEFT, changed, replayed
+from test_projection_change import HISTORY, LEFT, as_rows, changed, changelog_rows, replayed
 from test_regular_properties import INPUTS
 
 # the same output columns, another join: inner, with a residual condition
@@ -121,15 +121,34 @@ def test_state_tables_the_new_plan_does_not_keep_are_dropped_and_new_ones_kept(s
     assert model.changelog == Counter({(3, 3, None): 1})
 
 
-def test_a_rebuild_that_changes_the_output_columns_is_refused_and_changes_nothing(spark, tmp_path):
+def test_a_rebuild_that_changes_the_output_columns_swaps_them_in_and_the_changelog_gains_them(spark, tmp_path):
+    model = with_history(spark, tmp_path)
+    before = model.result
+    new_sql = "SELECT l.k AS lk, r.w, r.k AS rk FROM l JOIN r ON l.k = r.k"  # another join; v dropped, rk added
+    changed(model, new_sql)
+    model.run(**THIRD)
+    assert "swapped_in" in model.report.metrics
+    expected = batch_result(spark, new_sql, INPUTS, seen(*HISTORY, THIRD))
+    assert model.result == expected
+    columns = [f.name for f in delta_log.table_schema(model.tables.changelog) if f.name not in ("_row_kind", "_run_id")]
+    assert columns == ["lk", "v", "w", "rk"]
+    change = as_rows(expected, ["lk", "w", "rk"], columns, 1)
+    change.update(as_rows(before, ["lk", "v", "w"], columns, -1))
+    assert changelog_rows(model, model.report.run_id) == Counter({k: v for k, v in change.items() if v})
+    model.run(**FOURTH)
+    assert model.result == batch_result(spark, new_sql, INPUTS, seen(*HISTORY, THIRD, FOURTH))
+    assert replayed(model) == model.result
+
+
+def test_a_rebuild_that_changes_an_output_columns_type_is_refused_and_changes_nothing(spark, tmp_path):
     model = with_history(spark, tmp_path, HISTORY[:1])
     versions = model.versions()
-    changed(model, "SELECT l.k AS lk, l.v, r.w, r.k AS rk FROM l JOIN r ON l.k = r.k")
+    changed(model, "SELECT l.k AS lk, l.v, CAST(r.w AS BIGINT) AS w FROM l JOIN r ON l.k = r.k")
     with pytest.raises(PlanChangedError) as refused:
         model.run()
     message = str(refused.value)
-    assert "its state was rebuilt side by side, but so did its output columns (lk int, v int, w int before, lk int, " \
-           "v int, w int, rk int now), which its changelog table keeps" in message
+    assert "its state was rebuilt side by side, but so did the type of output column(s) w int before, bigint now, " \
+           "which its changelog table keeps" in message
     assert "set on_plan_change='full_refresh'; downstream models need a full refresh too" in message
     assert model.versions() == versions
 

@@ -2,7 +2,9 @@
 rebuild: the next run re-projects the result from the last join's state, writes no state, and its
 changelog is exactly the difference the change makes (plus the run's own changes). A change that
 reaches the joins, or a last join whose state does not hold every row of the result, still needs
-one; so does a change of the output's columns, which the changelog table keeps.
+one; so does a change of an output column's type, which the changelog table keeps. Output columns
+renamed, added, dropped or reordered need none: the result is replaced with the new columns, and
+the changelog gains the new ones.
 
 The oracle is Spark's batch evaluation of the new SQL over the inputs' snapshots."""
 from __future__ import annotations
@@ -149,10 +151,8 @@ REFUSED = [  # (the model's new SQL, its config, why the run refuses it under on
      "the change reaches its joins or what they keep"),
     ("SELECT l.k AS lk, l.v + 1 AS v, r.w FROM l LEFT JOIN r ON l.k = r.k", {"state_ttl": "1 hour"},
      "state_ttl lets rows leave state that the result still holds"),
-    ("SELECT l.k AS key, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k", {},
-     "its output columns (lk int, v int, w int before, key int, v int, w int now), which its changelog table keeps"),
     ("SELECT l.k AS lk, l.v, CAST(r.w AS BIGINT) AS w FROM l LEFT JOIN r ON l.k = r.k", {},
-     "(lk int, v int, w int before, lk int, v int, w bigint now)"),
+     "so did the type of output column(s) w int before, bigint now, which its changelog table keeps"),
 ]
 
 
@@ -236,3 +236,101 @@ def test_after_a_projection_change_the_result_is_the_new_sqls_batch_result(spark
             seen[name] += rows
         assert model.result == batch_result(spark, new if i >= cut else old, INPUTS, seen), f"run {i}"
     assert replayed(model) == model.result
+
+
+COLUMN_CHANGES = {  # LEFT with its output columns changed, and a filter after the join that changes rows too
+    "renamed": "SELECT l.k AS key, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k",
+    "added": "SELECT l.k AS lk, l.v, r.w, l.v + r.w AS total FROM l LEFT JOIN r ON l.k = r.k",
+    "dropped and filtered": "SELECT l.k AS lk, r.w FROM l LEFT JOIN r ON l.k = r.k WHERE r.w IS NULL OR r.w > 0",
+}
+MORE = {"l": [("+I", [3, 5]), ("-D", [1, 1])], "r": [("+I", [None, 4]), ("-D", [1, 2])]}
+LAST = {"l": [("+I", [1, 9])], "r": [("+I", [1, 3])]}
+
+
+def changelog_rows(model: Scenario, run_id: int) -> Counter:
+    """One run's changelog rows in every column the changelog table holds, signed."""
+    out: Counter = Counter()
+    for row in delta_log.table(model.tables.changelog).to_pyarrow_table().to_pylist():
+        if row.pop("_run_id") == run_id:
+            sign = 1 if row.pop("_row_kind").startswith("+") else -1
+            out[tuple(sorted(row.items(), key=lambda kv: kv[0]))] += sign
+    return Counter({k: v for k, v in out.items() if v})
+
+
+def as_rows(counts: Counter, names: list[str], columns: list[str], sign: int) -> Counter:
+    """Result rows (tuples in `names`) as changelog rows in `columns` (the others NULL), signed."""
+    return Counter({tuple(sorted({c: dict(zip(names, row)).get(c) for c in columns}.items(), key=lambda kv: kv[0])):
+                    sign * n for row, n in counts.items()})
+
+
+@pytest.mark.parametrize("change", COLUMN_CHANGES)
+def test_output_columns_renamed_added_dropped_or_reordered_need_no_rebuild(spark, tmp_path, change, caplog):
+    new_sql = COLUMN_CHANGES[change]
+    model = Scenario(spark, tmp_path, LEFT, **INPUTS)
+    for run in HISTORY:
+        model.run(**run)
+    before, states = model.result, state_versions(model)
+    changed(model, new_sql)
+    assert "only the projection changed" in describe(model.plan, model.tables)
+    with caplog.at_level(logging.WARNING, logger="streamjoin"):
+        model.run(**MORE)  # the re-projection, and the run's own changes
+    assert "only its projection (output columns, filters after its last join) changed" in caplog.text
+    assert model.report.metrics["reprojected"] is True and state_versions(model) != {}
+    seen = {n: [c for run in [*HISTORY, MORE] for c in run.get(n, [])] for n in INPUTS}
+    expected = batch_result(spark, new_sql, INPUTS, seen)
+    assert model.result == expected
+    names = model.plan.output_names
+    columns = [f.name for f in delta_log.table_schema(model.tables.changelog) if f.name not in ("_row_kind", "_run_id")]
+    assert columns == ["lk", "v", "w"] + [n for n in names if n not in ("lk", "v", "w")]  # the changelog gains columns
+    change_rows = as_rows(expected, names, columns, 1)
+    change_rows.update(as_rows(before, ["lk", "v", "w"], columns, -1))
+    assert changelog_rows(model, model.report.run_id) == Counter({k: v for k, v in change_rows.items() if v})
+    model.run(**LAST)  # and the runs after it go on in the new columns
+    seen = {n: seen[n] + LAST.get(n, []) for n in INPUTS}
+    assert model.result == batch_result(spark, new_sql, INPUTS, seen)
+    assert replayed(model) == model.result  # the changelog read in the result's columns replays to it
+    assert states != state_versions(model)  # (the run after it wrote state as usual)
+
+
+def test_a_run_that_changes_the_columns_is_repaired_after_a_crash_at_any_point(spark, tmp_path, monkeypatch):
+    sql = COLUMN_CHANGES["renamed"]
+    reference = Scenario(spark, tmp_path / "reference", LEFT, **INPUTS)
+    for run in HISTORY:
+        reference.run(**run)
+    changed(reference, sql)
+    reference.run(**MORE)
+    for crash in range(4):  # after 0..3 commits, and (3) between the changelog's new columns and its rows
+        model = Scenario(spark, tmp_path / f"crash{crash}", LEFT, **INPUTS)
+        for run in HISTORY:
+            model.run(**run)
+        changed(model, sql)
+        model.runner.append_changes(model.runs, MORE)
+        model.runs += 1
+        if crash < 3:
+            crash_after(monkeypatch, crash)
+        else:
+            real = delta_log._add_columns
+
+            def add_then_crash(*args):
+                if real(*args):
+                    raise InjectedCrash("crash after the changelog gained its columns")
+                return False
+
+            monkeypatch.setattr(delta_log, "_add_columns", add_then_crash)
+        with pytest.raises(InjectedCrash):
+            run_once(spark, model.plan, model.tables)
+        monkeypatch.undo()
+        model.run()
+        assert model.report.run_id == 3 and model.result == reference.result, crash
+        assert changelog_rows(model, 3) == changelog_rows(reference, 3), crash
+
+
+def test_output_columns_only_reordered_change_nothing_stored(spark, tmp_path):
+    model = Scenario(spark, tmp_path, LEFT, **INPUTS)
+    for run in HISTORY:
+        model.run(**run)
+    before = model.result
+    changed(model, "SELECT r.w, l.k AS lk, l.v FROM l LEFT JOIN r ON l.k = r.k")
+    model.run()
+    assert model.report.metrics["reprojected"] is True and model.changelog == Counter()
+    assert model.result == before  # read in the table's columns, which Delta keeps by name

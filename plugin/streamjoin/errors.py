@@ -46,8 +46,8 @@ class PlanChangedError(InputError):
     """Raised when a model's SQL or configuration changed so that its state no longer fits; nothing was written.
 
     `what` says why the state must be rebuilt, `diff` shows the plan's outline before and now;
-    `rebuildable` is False when a side-by-side rebuild could not swap the change in either (its
-    output columns changed, which the changelog table keeps)."""
+    `rebuildable` is False when a side-by-side rebuild could not swap the change in either (an
+    output column's type changed, which the changelog table keeps)."""
 
     def __init__(self, what: str, diff: str, *, model: str, rebuildable: bool = True) -> None:
         self.what, self.diff, self.rebuildable = what, diff, rebuildable

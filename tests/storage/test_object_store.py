@@ -129,3 +129,17 @@ def test_an_input_declares_the_storage_options_of_its_location(s3_lake):
 def test_storage_options_that_are_not_a_mapping_are_a_declaration_error():
     with pytest.raises(ConfigError, match="input 'orders': storage_options must map option names to values"):
         InputSpec.from_dict("orders", {"columns": [["k", "int"]], "storage_options": ["AWS_REGION=us-east-1"]})
+
+
+def test_a_model_whose_output_columns_change_in_the_bucket_reads_its_older_files_as_on_a_local_disk(spark, s3_lake,
+                                                                                                     tmp_path):
+    from test_projection_change import COLUMN_CHANGES, HISTORY, INPUTS as PAIR_INPUTS, LAST, LEFT, MORE, changed, replayed
+
+    remote = Scenario(spark, filesystem.join(s3_lake.uri, f"columns-{uuid.uuid4().hex[:8]}"), LEFT, **PAIR_INPUTS)
+    local = Scenario(spark, tmp_path, LEFT, **PAIR_INPUTS)
+    for model in (remote, local):
+        for run in HISTORY:
+            model.run(**run)
+        changed(model, COLUMN_CHANGES["added"])
+        model.run(**MORE).run(**LAST)  # older files of the changelog lack the new column
+    assert remote.result == local.result and replayed(remote) == replayed(local) == local.result

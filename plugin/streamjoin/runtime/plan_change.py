@@ -19,9 +19,11 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import PlanChangedError
+from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import Join, JoinPlan, Scan
 from ..storage import delta_log
 from ..storage.results import BUCKET
@@ -90,18 +92,31 @@ def reprojects(plan: JoinPlan, last_manifest: Mapping[str, Any] | None, tables: 
     raise PlanChangedError(what, outline_diff(tables, plan), model=plan.model)
 
 
-def check_output_columns(plan: JoinPlan, tables: ModelTables, schema: StructType, held: StructType, *,
-                         change: str) -> None:
-    """Refuse an output whose columns (names, types, order) differ from those of the result table
-    (`held`): the changelog table's schema fixes them. `change` says what else changed."""
-    def columns(struct: StructType) -> list[str]:
-        return [f"{f.name} {f.dataType.simpleString()}" for f in struct.fields if f.name != BUCKET]
+def changelog_columns(plan: JoinPlan, tables: ModelTables, output: StructType, held: StructType, *,
+                      change: str) -> StructType | None:
+    """None when the output's columns (names and types, in any order: Delta reads columns by name)
+    are those of the result (`held`). Else
+    the columns of this run's changelog rows: every data column the changelog table holds, in its
+    order, then the output's new ones (the changelog gains them; a column the output drops stays,
+    NULL in later rows). The result is then replaced whole, with the output's columns.
 
-    was, now = columns(held), columns(schema)
-    if was != now:
-        raise PlanChangedError(f"{change}, but so did its output columns ({', '.join(was)} before, {', '.join(now)} "
-                               "now), which its changelog table keeps", outline_diff(tables, plan), model=plan.model,
-                               rebuildable=False)
+    Raises `PlanChangedError`, which no rebuild mends, for an output column whose type differs from
+    that of the changelog's column of the same name: a Delta table keeps a column's type. `change`
+    says what else changed."""
+    was = [f for f in held.fields if f.name != BUCKET]
+    if {f.name: f.dataType for f in was} == {f.name: f.dataType for f in output.fields}:
+        return None
+    logged = was
+    if delta_log.exists(tables.changelog):
+        logged = [f for f in from_arrow_schema(delta_log.table_schema(tables.changelog)).fields
+                  if f.name not in (ROW_KIND_COLUMN, RUN_ID_COLUMN)]
+    by_name = {f.name.lower(): f for f in logged}
+    clashes = [f"{f.name} {by_name[f.name.lower()].dataType.simpleString()} before, {f.dataType.simpleString()} now"
+               for f in output.fields if f.name.lower() in by_name and by_name[f.name.lower()].dataType != f.dataType]
+    if clashes:
+        raise PlanChangedError(f"{change}, but so did the type of output column(s) {'; '.join(clashes)}, which its "
+                               "changelog table keeps", outline_diff(tables, plan), model=plan.model, rebuildable=False)
+    return StructType(logged + [f for f in output.fields if f.name.lower() not in by_name])
 
 
 def last_outline(tables: ModelTables) -> str | None:

@@ -20,8 +20,9 @@
    its run log commit the views keep showing the old result.
 3. Then the emptied tables and the model's shadows are deleted.
 
-The changelog's columns stay those of the old result: a rebuild whose output columns differ is
-refused once the shadow's result exists (`plan_change.check_output_columns`).
+A rebuild whose output columns differ swaps in the new result with its columns; the changelog
+gains the new ones (`plan_change.changelog_columns`). A column whose type changed is refused once
+the shadow's result exists: a Delta table keeps a column's type.
 """
 from __future__ import annotations
 
@@ -41,11 +42,11 @@ from pyspark.sql.types import StructType
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, filesystem
 from ..storage.file_stats import file_stats
-from ..storage.results import weighted_rows
+from ..storage.results import BUCKET, weighted_rows, widened
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, StagedWrite
 from ..zset import consolidate
-from .plan_change import check_output_columns, plan_fingerprint
+from .plan_change import changelog_columns, plan_fingerprint
 
 #: The folder of a model's shadows, inside its own.
 REBUILD_FOLDER = "_rebuild"
@@ -110,13 +111,18 @@ def _counterpart(path: str, source: ModelTables, target: ModelTables) -> str:
 def net_change(spark: SparkSession, plan: JoinPlan, tables: ModelTables, versions: Mapping[str, int | None],
                shadow: ModelTables, pinned: Mapping[str, int | None]) -> DataFrame:
     """The change from the model's result (at `versions`) to the shadow's (at `pinned`), as a run's
-    output change: rows with weights. Refuses a new result whose columns differ from the old one's."""
-    old_schema = from_arrow_schema(delta_log.table_schema(tables.result, versions[tables.result]))
-    new_schema = from_arrow_schema(delta_log.table_schema(shadow.result, pinned[shadow.result]))
-    check_output_columns(plan, tables, new_schema, old_schema, change="its state was rebuilt side by side")
-    names = plan.output_names
-    return consolidate(weighted_rows(spark, shadow.result, pinned[shadow.result], new_schema, names, 1).unionByName(
-        weighted_rows(spark, tables.result, versions[tables.result], old_schema, names, -1)), names)
+    output change: rows with weights, in the changelog's columns when the output's columns changed
+    (`plan_change.changelog_columns`)."""
+    old_schema, new_schema = (StructType([f for f in from_arrow_schema(delta_log.table_schema(path, version)).fields
+                                          if f.name != BUCKET])
+                              for path, version in ((tables.result, versions[tables.result]),
+                                                    (shadow.result, pinned[shadow.result])))
+    columns = changelog_columns(plan, tables, new_schema, old_schema, change="its state was rebuilt side by side")
+    new = weighted_rows(spark, shadow.result, pinned[shadow.result], new_schema, new_schema.names, 1)
+    old = weighted_rows(spark, tables.result, versions[tables.result], old_schema, old_schema.names, -1)
+    if columns is None:
+        return consolidate(new.unionByName(old), new_schema.names)
+    return consolidate(widened(new, columns).unionByName(widened(old, columns)), columns.names)
 
 
 def replacements(tables: ModelTables, shadow: ModelTables, pinned: Mapping[str, int], *, tag: str,

@@ -6,6 +6,10 @@ With J the last join's output, its change this run ΔJ and R the result before t
 
     Δ result = project_new(J_before + ΔJ) - R
 
+When the output's columns changed too (renamed, added, dropped, reordered), the result is replaced
+by project_new(J_before + ΔJ) whole, and the changelog receives Δ in its columns, which gain the new
+ones (see `plan_change.changelog_columns`).
+
 J_before comes from the last join's state: the join's own operator runs once more with every
 stored row as a new row and empty state (an incremental join from empty state computes its
 batch result), plus the NULL-keyed rows of a side it pads, which no state keeps, from that
@@ -18,17 +22,18 @@ from typing import Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from ..operators.multiway import input_side
 from ..operators.regular import JoinSide
 from ..sql.plan import Join, Node, Scan
 from ..storage import delta_log, formats
-from ..storage.results import output_schema, weighted_rows
+from ..storage.results import BUCKET, output_schema, weighted_rows, widened
 from ..storage.state import StateTable
 from ..types import Side
 from ..zset import WEIGHT, col, consolidate
 from .executor import Executor
-from .plan_change import check_output_columns
+from .plan_change import changelog_columns
 
 
 @dataclass
@@ -82,18 +87,24 @@ def _side_rows(side: JoinSide, rows: DataFrame) -> DataFrame:
     return rows.select(*[col(c) for c in side.columns], col(WEIGHT))
 
 
-def output_change(executor: Executor, change: DataFrame, input_starts: Mapping[str, int | None]) -> DataFrame:
+def output_change(executor: Executor, change: DataFrame,
+                  input_starts: Mapping[str, int | None]) -> tuple[DataFrame, DataFrame | None]:
     """The run's output change when it re-projects: `change` (the new projection of this run's
     change of the last join) plus the new projection of the join before the run, minus the result
-    before the run. Raises `PlanChangedError` if the new projection's columns are not the result's."""
+    before the run; and, when the output's columns changed, the new result whole (else None). The
+    change is then in the changelog's columns (`plan_change.changelog_columns`): every old row
+    retracted with its columns, every new row added with its own. Raises `PlanChangedError` for a
+    column whose type changed."""
     plan, tables = executor.plan, executor.tables
     version = executor.versions.get(tables.result)
     schema = output_schema(change)
-    if version is not None:
-        check_output_columns(plan, tables, schema, from_arrow_schema(delta_log.table_schema(tables.result, version)),
-                             change="only its projection changed")
+    held = from_arrow_schema(delta_log.table_schema(tables.result, version)) if version is not None else schema
+    columns = changelog_columns(plan, tables, schema, held, change="only its projection changed")
     replay = StateReplay.of(executor, input_starts)
-    before = replay.projected(replay.delta(plan.root))
     names = plan.output_names
-    retracted = weighted_rows(executor.spark, tables.result, version, schema, names, -1)
-    return consolidate(change.unionByName(before).unionByName(retracted), names)
+    new = consolidate(change.unionByName(replay.projected(replay.delta(plan.root))), names)
+    was = StructType([f for f in held.fields if f.name != BUCKET])
+    retracted = weighted_rows(executor.spark, tables.result, version, was, was.names, -1)
+    if columns is None:
+        return consolidate(new.unionByName(retracted), names), None
+    return consolidate(widened(new, columns).unionByName(widened(retracted, columns)), columns.names), new

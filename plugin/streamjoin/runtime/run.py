@@ -36,7 +36,7 @@ from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, formats
 from ..storage.input_schema import check_input_schema
-from ..storage.results import stage_change_data, stage_changelog, stage_result, weight_counts
+from ..storage.results import stage_change_data, stage_changelog, stage_replaced_result, stage_result, weight_counts
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
@@ -274,13 +274,17 @@ class Run:
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000),
                                         {name: o["end"] for name, o in offsets.items()})
-                    output = executor.output()
+                    output, replaced = executor.output(), None
                     if reproject:
-                        output = reprojection.output_change(executor, output,
-                                                            {name: o["start"] for name, o in offsets.items()})
+                        output, replaced = reprojection.output_change(executor, output,
+                                                                      {name: o["start"] for name, o in offsets.items()})
                     output = self.intermediates.keep(output)
-                    result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
-                                          inserts_only=executor.output_inserts_only() and not reproject)
+                    if replaced is None:
+                        result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
+                                              inserts_only=executor.output_inserts_only() and not reproject)
+                    else:  # the output's columns changed: the result is replaced whole
+                        result = stage_replaced_result(self.spark, self.intermediates.keep(replaced), output,
+                                                       self.plan, self.tables, writer)
                     result.write.changes = stage_change_data(output, self.plan, self.tables, writer)
                     staged = [*executor.staged, stage_changelog(output, self.plan, self.tables, run_id, writer),
                               result.write]

@@ -58,7 +58,7 @@ def commit(table: DeltaTable, path: str, actions: Sequence[AddAction | RemoveAct
     if overwrite or meta.configuration.get(FEED_PROPERTY) != "true":
         lines.append({"metaData": {
             "id": meta.id, "name": meta.name, "description": meta.description,
-            "format": {"provider": "parquet", "options": {}}, "schemaString": schema.to_json(),
+            "format": {"provider": "parquet", "options": {}}, "schemaString": (schema if overwrite else table.schema()).to_json(),
             "partitionColumns": list(meta.partition_columns), "createdTime": meta.created_time,
             "configuration": {**meta.configuration, FEED_PROPERTY: "true"}}})
     lines.append({"txn": {"appId": app_id, "version": run_id, "lastUpdated": now}})

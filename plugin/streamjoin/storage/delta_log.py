@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from deltalake import Field
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql.types import StructType
@@ -331,6 +332,22 @@ def remove_actions(files: Sequence[DataFile]) -> list[RemoveAction]:
                          partition_values=dict(f.partition)) for f in files]
 
 
+def _add_columns(path: str, schema: DeltaSchema, read: DeltaTable) -> bool:
+    """Give the table the columns of `schema` that its version `read` lacks (as nullable columns, in
+    a commit of their own, unless an earlier attempt of the run added them): an append alone cannot
+    change a Delta table's schema. True if the table now has columns that `read` had not."""
+    known = {f.name for f in read.schema().fields}
+    new = [f for f in schema.fields if f.name not in known]
+    if not new:
+        return False
+    latest = table(path)
+    there = {f.name for f in latest.schema().fields}
+    missing = [Field(f.name, f.type, nullable=True) for f in new if f.name not in there]
+    if missing:
+        latest.alter.add_columns(missing)
+    return True
+
+
 def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: StructType, *,
            partition_by: Sequence[str] = (), app_id: str, run_id: int, metadata: Mapping[str, Any],
            read_version: int | None | str = "latest", overwrite: bool = False,
@@ -343,6 +360,8 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
     `changes` (None: the table has no change data feed) are the commit's change data files: the
     table is made with its change data feed on, and a version that changes data names them
     (`change_data.commit`).
+
+    An append whose schema has columns the table lacks adds them first (`_add_columns`).
 
     With a `read_version` (None: the table did not exist), the commit is made against that
     version: if another writer committed the same app transaction since (or created the table),
@@ -366,6 +385,8 @@ def commit(path: str, actions: Sequence[AddAction | RemoveAction], schema: Struc
                                           commit_properties=props, post_commithook_properties=hooks)
             return
         target = table(path) if read_version == "latest" else table(path, int(read_version))
+        if not overwrite and _add_columns(path, delta_schema, target):
+            target = table(path)  # the columns changed since the version the run read: by this run's own hand
         if changes is not None and (actions or overwrite):
             if overwrite:
                 actions = [*actions, *remove_actions(data_files(path, target.version()))]

@@ -141,7 +141,8 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
               partition: Mapping[str, str | None] | None = None) -> pa.Table:
     """One data file's rows under `schema`, read with pyarrow through the filesystem of its URI (in a
     task): columns in `partition` take its values (as the Delta log gives them), and `FILE_POSITION`
-    and `ROW_POSITION`, where `schema` has them, are `ordinal` and each row's place in the file."""
+    and `ROW_POSITION`, where `schema` has them, are `ordinal` and each row's place in the file.
+    Columns the file lacks (written before the table gained them) are NULL, as Delta reads them."""
     import pyarrow.parquet as pq
 
     from .filesystem import filesystem
@@ -149,7 +150,10 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
     partition = partition or {}
     fs, path = filesystem(uri, options)
     computed = {FILE_POSITION, ROW_POSITION, *partition}
-    rows = pq.read_table(path, filesystem=fs, columns=[f.name for f in schema if f.name not in computed])
+    with fs.open_input_file(path) as source:
+        stored = pq.ParquetFile(source)
+        rows = stored.read(columns=[f.name for f in schema if f.name not in computed
+                                    and f.name in stored.schema_arrow.names])
     n = rows.num_rows
 
     def column(field: pa.Field) -> pa.Array | pa.ChunkedArray:
@@ -159,6 +163,8 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
             return pa.array(range(n), field.type)
         if field.name in partition:
             return pa.array([partition[field.name]] * n, pa.string()).cast(field.type)
+        if field.name not in rows.column_names:
+            return pa.nulls(n, field.type)
         return rows[field.name].cast(field.type)
 
     return pa.table([column(f) for f in schema], schema=schema)

@@ -43,8 +43,10 @@ def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_
 
 def stage_change_data(output: DataFrame, plan: JoinPlan, tables: ModelTables, writer: RunWriter) -> FileActions | None:
     """The run's change of the result as change data files of the result's Delta change data feed,
-    rows as the changelog's with `_change_type` for `_row_kind` (None: the model keeps no feed)."""
-    if not plan.config.change_data_feed:
+    rows as the changelog's with `_change_type` for `_row_kind` (None: the model keeps no feed, or the
+    change is in other columns than the output's: a run that replaces the result with new columns,
+    whose version a feed reads as the old files deleted and the new ones inserted)."""
+    if not plan.config.change_data_feed or [c for c in output.columns if c != WEIGHT] != plan.output_names:
         return None
     if not change_data.supported(tables.result):
         raise ConfigError(
@@ -61,7 +63,15 @@ def stage_change_data(output: DataFrame, plan: JoinPlan, tables: ModelTables, wr
 
 def _changelog_rows(output: DataFrame, plan: JoinPlan) -> DataFrame:
     """A change's rows, one per unit of weight, each with its `_row_kind`."""
-    return to_changelog(output, plan.output_names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
+    names = [c for c in output.columns if c != WEIGHT]
+    return to_changelog(output, names, unique_key=plan.config.output_unique_key, row_kind=ROW_KIND_COLUMN)
+
+
+def widened(rows: DataFrame, columns: StructType) -> DataFrame:
+    """Weighted rows in `columns` (see `plan_change.changelog_columns`): those they lack are NULL."""
+    have = {c.lower(): c for c in rows.columns}
+    return rows.select(*[col(have[f.name.lower()]).alias(f.name) if f.name.lower() in have
+                         else F.lit(None).cast(f.dataType).alias(f.name) for f in columns.fields], col(WEIGHT))
 
 
 def weight_counts(writer: RunWriter, change: DataFrame) -> dict[str, Future]:
@@ -127,7 +137,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     path, version = tables.result, versions.get(tables.result)
     if plan.config.output_unique_key:
         writer.check(unique_key_violations(spark, output, plan, path, version, schema))
-    row_bucket = F.pmod(F.xxhash64(*[col(c) for c in names]), F.lit(plan.config.state_buckets)).cast("int")
+    row_bucket = _row_bucket(plan)
     change = output.withColumn(BUCKET, row_bucket)
     counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
@@ -142,6 +152,30 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
     return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
+
+
+def stage_replaced_result(spark: SparkSession, rows: DataFrame, change: DataFrame, plan: JoinPlan,
+                          tables: ModelTables, writer: RunWriter) -> StagedResult:
+    """Replace the result whole by `rows` (weighted, in the output's columns), inside the run's write
+    pass: for a run whose output columns changed (`plan_change.changelog_columns`). The rows added
+    and retracted are those of the run's `change`."""
+    names, schema, path = plan.output_names, output_schema(rows), tables.result
+    if plan.config.output_unique_key:
+        writer.check(unique_key_violations(spark, rows, plan, path, None, schema))
+    bucketed = rows.withColumn(BUCKET, _row_bucket(plan))
+    counts = weight_counts(writer, change)
+    verify = _unheld(bucketed, writer, f"streamjoin bug: model {plan.model}'s new result holds a row a negative "
+                                       "number of times")
+    actions = writer.write(_expand(bucketed.where(col(WEIGHT) > 0), names).repartition(col(BUCKET)), path,
+                           partition_by=[BUCKET])
+    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
+    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,), overwrite=True),
+                        lambda: {k: f.result() for k, f in counts.items()}, verify)
+
+
+def _row_bucket(plan: JoinPlan) -> Column:
+    """A result row's bucket: a hash of the whole row."""
+    return F.pmod(F.xxhash64(*[col(c) for c in plan.output_names]), F.lit(plan.config.state_buckets)).cast("int")
 
 
 def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan, path: str, version: int | None,
