@@ -164,15 +164,18 @@ def fit(plan: JoinPlan, tables: ModelTables) -> str:
         if not reprojects(plan, last, tables):
             return f"built by this plan (last run {last['run']}, {when}): the next run continues from it"
     except PlanChangedError as exc:
-        policy = plan.config.on_plan_change if exc.rebuildable else "fail"  # a change no rebuild can swap in
+        policy = plan.config.on_plan_change  # a change no rebuild can swap in: a full refresh, or refused
+        if not exc.rebuildable and policy == "rebuild":
+            policy = "fail"
         then = {"rebuild": "the next run rebuilds it side by side from its inputs, keeping the old result until it "
                            "swaps the new one in (on_plan_change='rebuild')",
                 "full_refresh": "the next run rebuilds it from its inputs (on_plan_change='full_refresh')",
                 "fail": "the next run needs a rebuild (dbt run --full-refresh)"}[policy]
         return f"built by another plan (last run {last['run']}, {when}): {exc.what}, so {then}. What changed:\n{exc.diff}"
     return (f"fits (last run {last['run']}, {when}): only the projection changed (output columns, filters after the "
-            "last join), so the next run re-projects the result from state with no rebuild, provided the output "
-            f"columns keep their names and types. What changed:\n{outline_diff(tables, plan)}")
+            "last join), so the next run re-projects the result from state with no rebuild (output columns renamed, "
+            "added or dropped replace the result whole and are added to the changelog; one whose type changed needs "
+            f"--full-refresh). What changed:\n{outline_diff(tables, plan)}")
 
 
 def describe(plan: JoinPlan, tables: ModelTables | None = None) -> str:

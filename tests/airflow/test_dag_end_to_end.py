@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -155,3 +156,19 @@ def test_each_changelog_replays_to_its_result(demo: dict[str, Any]) -> None:
             replayed[row] += count if kind in ("+I", "+U") else -count
         result = multiset(rows(demo["models"] / model / "result"), ("_bucket",))
         assert {row: n for row, n in replayed.items() if n} == dict(result), model
+
+
+def test_a_result_kept_as_a_change_data_feed_reads_as_its_changelog_run_by_run(demo: dict[str, Any]) -> None:
+    """`orders_prices_left` has `change_data_feed=true`: delta-rs's CDF reader reads each run's version
+    of its result as that run's changelog (`_change_type` for `_row_kind`)."""
+    model = demo["models"] / "orders_prices_left"
+    kinds = {"insert": "+I", "update_preimage": "-U", "update_postimage": "+U", "delete": "-D"}
+    feed = DeltaTable(str(model / "result")).load_cdf(starting_version=0)
+    by_version: dict[int, Counter] = {}
+    for r in pa.table(feed.read_all()).to_pylist():
+        row = tuple(sorted((k, v) for k, v in r.items() if not k.startswith("_")))
+        by_version.setdefault(r["_commit_version"], Counter())[(kinds[r["_change_type"]], row)] += 1
+    changelog = rows(model / "changelog")
+    by_run = [Counter((r["_row_kind"], tuple(sorted((k, v) for k, v in r.items() if not k.startswith("_"))))
+                      for r in changelog if r["_run_id"] == run) for run in range(1, BATCHES + 1)]
+    assert all(by_run) and [by_version[v] for v in sorted(by_version)] == by_run  # other versions change no rows
