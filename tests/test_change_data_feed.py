@@ -134,9 +134,27 @@ def feed_rows(path: str, version: int) -> list[dict]:
 def test_a_model_on_an_object_store_refuses_the_feed_before_writing(spark, s3_lake):
     root = filesystem.join(s3_lake.uri, f"cdf-{uuid.uuid4().hex[:8]}")
     m = Scenario(spark, root, SQL, config={"change_data_feed": True}, **INPUTS)
-    with pytest.raises(ConfigError, match="change_data_feed=true needs the model's tables on a filesystem"):
+    with pytest.raises(ConfigError, match="change_data_feed=true needs the model's tables on a filesystem .* or, if "
+                                          "one writer at a time writes there, say so with the storage option "
+                                          "AWS_S3_ALLOW_UNSAFE_RENAME=true"):
         m.run(**RUNS[0])
     assert all(delta_log.version(p) is None for p in m.tables.all_tables())
+
+
+def test_a_model_on_an_object_store_with_a_single_writer_keeps_the_feed(spark, s3_lake):
+    root = filesystem.join(s3_lake.uri, f"cdf-single-{uuid.uuid4().hex[:8]}")
+    filesystem.register(root, {**s3_lake.options, filesystem.SINGLE_WRITER_OPTION: "true"})
+    m = Scenario(spark, root, SQL, config={"change_data_feed": True, "output_unique_key": ["id"]},
+                 unique_keys={"o": ["id"], "p": ["pid"]}, **INPUTS)
+    with compacting_at(bucket_files=2, level0_files=2):
+        for changes in RUNS:
+            m.run(**changes)
+            result = delta_log.table(m.tables.result)
+            rows = pa.table(result.load_cdf(starting_version=result.version(), ending_version=result.version())
+                            .read_all()).to_pylist()
+            assert sorted((KINDS[r["_change_type"]], tuple(r[c] for c in COLUMNS)) for r in rows) == m.row_kinds
+    log_file = filesystem.join(m.tables.result, "_delta_log", f"{delta_log.version(m.tables.result):020d}.json")
+    assert not filesystem.create_new(log_file, b"{}") and b'"cdc"' in filesystem.read_bytes(log_file)
 
 
 def test_the_config_key_takes_true_or_false():

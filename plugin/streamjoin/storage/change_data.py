@@ -6,8 +6,9 @@ delete), or, in a version with none, every row of the files it adds (inserts) an
 (deletes). A run that rewrites a result bucket to retract one row would thus read as the whole
 bucket deleted and inserted again. delta-rs's Python API commits add and remove actions only, so
 such versions are written here: the actions delta-rs would write plus the `cdc` ones, as one JSON
-commit created only if absent (the filesystem's atomic create, as Delta's writers commit on a
-filesystem). The table stays a standard Delta table, which delta-rs also checkpoints.
+commit created only if absent (`filesystem.create_new`: the filesystem's atomic create, as Delta's
+writers commit on a filesystem; on an object store only under a single writer, stated as delta-rs
+takes it). The table stays a standard Delta table, which delta-rs also checkpoints.
 """
 from __future__ import annotations
 

@@ -119,18 +119,30 @@ def write_bytes(uri: str, data: bytes) -> None:
         out.write(data)
 
 
+#: The storage option by which a user states that one writer at a time writes the tables of a
+#: location, as delta-rs's own S3 writer takes it when no lock or conditional put guards commits.
+SINGLE_WRITER_OPTION = "AWS_S3_ALLOW_UNSAFE_RENAME"
+
+
 def can_create_new(uri: str) -> bool:
     """Whether `create_new` works at `uri`: on a filesystem with atomic create-if-absent (a local or
-    mounted path), not on an object store, whose conditional put pyarrow does not offer."""
-    return is_local(uri)
+    mounted path); on an object store, whose conditional put pyarrow does not offer, only where its
+    storage options state a single writer (`SINGLE_WRITER_OPTION`)."""
+    options = {k.upper(): v for k, v in options_for(uri).items()}
+    return is_local(uri) or options.get(SINGLE_WRITER_OPTION, "").lower() == "true"
 
 
 def create_new(uri: str, data: bytes) -> bool:
-    """Write a whole file only if none exists at `uri`, atomically (a temporary file hard-linked into
-    place, as Delta writers commit on a filesystem); False when one exists. Only where
-    `can_create_new`."""
+    """Write a whole file only if none exists at `uri`; False when one exists. Atomic on a filesystem
+    (a temporary file hard-linked into place, as Delta writers commit there); on an object store
+    with a single writer, a check then a put. Only where `can_create_new`."""
     if not can_create_new(uri):
         raise ValueError(f"{uri}: no atomic create-if-absent on this storage")
+    if not is_local(uri):
+        if exists(uri):
+            return False
+        write_bytes(uri, data)
+        return True
     path = local_path(uri)
     temporary = f"{path}.{uuid.uuid4().hex}.tmp"
     write_bytes(temporary, data)

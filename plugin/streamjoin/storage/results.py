@@ -54,7 +54,8 @@ def stage_change_data(output: DataFrame, plan: JoinPlan, tables: ModelTables, wr
             f"is at {tables.result}: there a version with change data files cannot be committed atomically "
             "(delta-rs's Python API commits no change data files, and pyarrow has no conditional put). Leave "
             f"change_data_feed out and read the changelog table, {plan.model}__changelog (see streamjoin.cdc for Auto "
-            "CDC)", model=plan.model)
+            f"CDC), or, if one writer at a time writes there, say so with the storage option "
+            f"{filesystem.SINGLE_WRITER_OPTION}=true, as delta-rs takes it", model=plan.model)
     types = F.create_map(*[F.lit(x) for pair in change_data.CHANGE_TYPES.items() for x in pair])
     rows = _changelog_rows(output, plan).select(*[col(c) for c in plan.output_names],
                                                types[col(ROW_KIND_COLUMN)].alias(change_data.CHANGE_TYPE))
