@@ -337,3 +337,18 @@ def test_rebuild_budget_is_a_positive_whole_number_and_no_part_of_the_plan():
     plans = [compile_sql("m", INNER, specs, ModelConfig.from_dict(config))
              for config in ({}, {"rebuild_budget": 10}, {"on_plan_change": "fail"})]
     assert len({plan_fingerprint(p) for p in plans}) == 1, "changing how a model rebuilds needs no rebuild"
+
+
+def test_a_budgeted_rebuild_starts_at_the_oldest_checkpoint_of_an_input_whose_early_logs_are_gone(spark, tmp_path):
+    model = with_history(spark, tmp_path, [*HISTORY, THIRD])  # three versions of each input
+    for spec in model.plan.inputs.values():  # log retention: a checkpoint, and the logs before it removed
+        latest = delta_log.version(spec.location)
+        delta_log.table(spec.location).create_checkpoint()
+        for v in range(latest):
+            filesystem.delete_file(filesystem.join(spec.location, "_delta_log", f"{v:020d}.json"))
+    changed(model, INNER, rebuild_budget=1)
+    model.run(**FOURTH)
+    while model.report.status == "rebuilding":
+        model.run()
+    assert "swapped_in" in model.report.metrics
+    assert model.result == batch_result(spark, INNER, INPUTS, seen(*HISTORY, THIRD, FOURTH))

@@ -60,8 +60,12 @@ def shadow_tables(tables: ModelTables, plan: JoinPlan) -> ModelTables:
 
 def budgeted_end(path: str, start: int | None, latest: int, budget: int, *, what: str) -> int:
     """The last version of an input a rebuild's run reads: the versions after `start` whose changes
-    (rows of the files they add) come to at most `budget` together, and at least one."""
+    (rows of the files they add) come to at most `budget` together, and at least one. A first run
+    (`start` None) of an input whose early logs log retention removed reads at least to its oldest
+    checkpoint, the first version whose snapshot can still be read."""
     first = -1 if start is None else start
+    if start is None:
+        first = delta_log.oldest_readable(path) - 1
     rows: Counter = Counter()
     for version, kind, file, data_change in delta_log.log_actions(path, first, latest, what=what):
         if kind != "remove" and data_change:

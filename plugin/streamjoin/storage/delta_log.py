@@ -207,6 +207,15 @@ def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
     return stats
 
 
+def oldest_readable(path: str) -> int:
+    """The oldest version of a table whose snapshot can be read: 0, or, once log retention removed
+    the log's first versions, its oldest checkpoint."""
+    names = filesystem.list_names(filesystem.join(root_of(table(path)), "_delta_log"))
+    if f"{0:020d}.json" in names:
+        return 0
+    return min(int(n.split(".")[0]) for n in names if ".checkpoint." in n and n.endswith(".parquet"))
+
+
 def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iterator[tuple[int, str, DataFile, bool]]:
     """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log.
 
