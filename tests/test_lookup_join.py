@@ -217,3 +217,45 @@ def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(sp
     fired = Counter((r.id, r.rid) for r in spark.sql("SELECT * FROM shop.wj").collect())  # W = 7 s: [0, 5) fired
     batch = Counter((r.id, r.rid) for r in spark.sql("SELECT * FROM shop.wj__batch").collect())
     assert fired == Counter({(1, 1): 1, (2, 2): 1}) and batch == fired  # the batch keeps the fired windows too
+
+
+def test_a_rebuilt_lookup_model_s_batch_view_gives_its_rows_the_times_of_the_rebuild_s_runs(spark, tmp_path):
+    """The rebuild reads every probe row again at its own runs' times, against the dimension as those
+    runs read it; after the swap the `__batch` view does the same (it did not: it kept the times of
+    the model's runs before the swap, and the dimension as they read it)."""
+    from collections import Counter
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjoin.api import run_model
+
+    orders, customers = str(tmp_path / "orders"), str(tmp_path / "customers")
+    write_deltalake(orders, pa.table({"id": [1], "cust": [10]}))
+    write_deltalake(customers, pa.table({"cid": [10], "name": ["first"]}))
+    inputs = {"orders": {"relation": "shop.orders", "location": orders, "changelog_format": "append", "proc_time": "pt"},
+              "customers": {"relation": "shop.customers", "location": customers, "changelog_format": "upsert",
+                            "unique_key": ["cid"]}}
+    spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+    root = str(tmp_path / "models")
+
+    def run(sql: str) -> tuple[Counter, Counter]:
+        run_model(spark, name="lkr", sql=sql, inputs=inputs, config={}, root=root, relation="shop.lkr")
+        return (Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkr").collect()),
+                Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkr__batch").collect()))
+
+    left = "SELECT o.id, c.name, o.pt FROM shop.orders o LEFT JOIN shop.customers FOR SYSTEM_TIME AS OF o.pt AS c " \
+           "ON o.cust = c.cid"
+    result, batch = run(left)
+    assert [n for _, n, _ in result] == ["first"] and batch == result
+    write_deltalake(customers, pa.table({"cid": [10], "name": ["second"]}), mode="append")
+    write_deltalake(orders, pa.table({"id": [2], "cust": [10]}), mode="append")
+    result, batch = run(left)
+    assert sorted(n for _, n, _ in result) == ["first", "second"] and batch == result
+    inner = left.replace("LEFT JOIN", "JOIN")  # the last join changed: rebuilt side by side, then swapped in
+    result, batch = run(inner)
+    assert sorted(n for _, n, _ in result) == ["second", "second"]  # the rebuild read both orders in one run
+    assert batch == result
+    write_deltalake(orders, pa.table({"id": [3], "cust": [10]}), mode="append")
+    result, batch = run(inner)
+    assert len(result) == 3 and batch == result

@@ -50,7 +50,11 @@ from .types import q, text
 VALID_FROM, VALID_TO = "__valid_from", "__valid_to"
 RUN_TIME, NEXT_RUN_TIME, RUN_OFFSETS = "`__run_time`", "`__next_run_time`", "`__run_offsets`"
 #: What `runs_sql` reads of a run's manifest (`runtime.run`).
-MANIFEST_FIELDS = "struct<started: double, offsets: map<string, struct<start: bigint, end: bigint>>>"
+_OFFSETS = "map<string, struct<start: bigint, end: bigint>>"
+MANIFEST_FIELDS = (f"struct<started: double, offsets: {_OFFSETS}, "
+                   f"swap: struct<runs: array<struct<run_id: bigint, started: double, offsets: {_OFFSETS}>>>>")
+#: Where a swap's shadow runs go in the order of runs: before every run of the model.
+_SHADOW_RUN_IDS = 1_000_000_000_000
 
 
 def table_key(table: exp.Table | exp.Column) -> tuple[str, ...]:
@@ -137,12 +141,21 @@ def _rename(sql: str, names: Mapping[str, str]) -> str:
 def runs_sql(spark: SparkSession, tables: ModelTables, runs_version: int) -> str:
     """SQL for the model's runs as of a version of its run log: `run_id`, `RUN_TIME` (when it ran,
     in milliseconds: the processing time of the rows it read), `NEXT_RUN_TIME` (the next run's;
-    NULL for the last) and `RUN_OFFSETS` (input name -> start and end of the versions it read)."""
+    NULL for the last) and `RUN_OFFSETS` (input name -> start and end of the versions it read).
+
+    After a rebuild's swap (`runtime.rebuild`), the runs before it are the shadow's, which the swap's
+    manifest records: they read the rows of the rebuilt result."""
     schema = StructType([StructField("run_id", LongType()), StructField("manifest", StringType())])
-    manifest = f"from_json(manifest, {text(MANIFEST_FIELDS)})"
-    runs = (f"SELECT run_id, CAST({manifest}.started * 1000 AS BIGINT) AS {RUN_TIME}, {manifest}.offsets AS {RUN_OFFSETS} "
-            f"FROM {reference(spark, tables.runs, runs_version, schema)}")
-    return f"SELECT *, lead({RUN_TIME}) OVER (ORDER BY run_id) AS {NEXT_RUN_TIME} FROM ({runs})"
+    log = (f"(SELECT run_id, from_json(manifest, {text(MANIFEST_FIELDS)}) AS m "
+           f"FROM {reference(spark, tables.runs, runs_version, schema)})")
+    swap = f"(SELECT max(run_id) FROM {log} WHERE m.swap.runs IS NOT NULL)"
+    read = (f"CASE WHEN run_id = {swap} THEN transform_values(m.offsets, (k, v) -> named_struct('start', v.`end`, "
+            f"'end', v.`end`)) ELSE m.offsets END")  # the swap reads nothing: the shadow's runs read its rows
+    own = (f"SELECT run_id, CAST(m.started * 1000 AS BIGINT) AS {RUN_TIME}, {read} AS {RUN_OFFSETS} FROM {log} "
+           f"WHERE run_id >= coalesce({swap}, 0)")
+    shadow = (f"SELECT s.run_id - {_SHADOW_RUN_IDS} AS run_id, CAST(s.started * 1000 AS BIGINT) AS {RUN_TIME}, "
+              f"s.offsets AS {RUN_OFFSETS} FROM (SELECT explode(m.swap.runs) AS s FROM {log} WHERE run_id = {swap})")
+    return f"SELECT *, lead({RUN_TIME}) OVER (ORDER BY run_id) AS {NEXT_RUN_TIME} FROM ({own} UNION ALL {shadow})"
 
 
 def _history(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any]) -> str:

@@ -93,10 +93,15 @@ def behind(plan: JoinPlan, manifest: Mapping[str, Any] | None) -> dict[str, dict
 
 
 def swap_source(shadow: ModelTables) -> dict[str, Any]:
-    """What the swap's manifest records of the shadow: where it is and the version of each of its
-    tables that the swap copies (so a resumed swap copies the same)."""
+    """What the swap's manifest records of the shadow: where it is, the version of each of its
+    tables that the swap copies (so a resumed swap copies the same), and its runs (id, start time,
+    offsets): the runs that read the rows of the rebuilt result, whose times a lookup join's batch
+    view gives those rows (`batch_views.runs_sql`) once the shadow is gone."""
+    log = delta_log.table(shadow.runs).to_pyarrow_table(columns=["run_id", "manifest"]).to_pylist()
+    runs = [{"run_id": r["run_id"], "started": m["started"], "offsets": m["offsets"]}
+            for r in sorted(log, key=lambda r: r["run_id"]) for m in [json.loads(r["manifest"])]]
     return {"root": shadow.root, "model": shadow.model,
-            "versions": {p: delta_log.version(p) for p in _copied(shadow)}}
+            "versions": {p: delta_log.version(p) for p in _copied(shadow)}, "runs": runs}
 
 
 def shadow_of(manifest: Mapping[str, Any]) -> ModelTables:
