@@ -143,3 +143,20 @@ def test_a_model_whose_output_columns_change_in_the_bucket_reads_its_older_files
         changed(model, COLUMN_CHANGES["added"])
         model.run(**MORE).run(**LAST)  # older files of the changelog lack the new column
     assert remote.result == local.result and replayed(remote) == replayed(local) == local.result
+
+
+def test_a_model_rebuilt_in_the_bucket_is_swapped_in_as_on_a_local_disk(spark, s3_lake, tmp_path):
+    from test_plan_rebuild import INNER, THIRD
+    from test_projection_change import HISTORY, INPUTS as PAIR_INPUTS, LEFT, changed, replayed
+
+    remote = Scenario(spark, filesystem.join(s3_lake.uri, f"rebuild-{uuid.uuid4().hex[:8]}"), LEFT, **PAIR_INPUTS)
+    local = Scenario(spark, tmp_path, LEFT, **PAIR_INPUTS)
+    for model in (remote, local):
+        for run in HISTORY:
+            model.run(**run)
+        changed(model, INNER)
+        model.run(**THIRD)  # rebuilt side by side, its files copied by the object store, then swapped in
+        assert "swapped_in" in model.report.metrics
+    assert remote.result == local.result and remote.changelog == local.changelog
+    assert replayed(remote) == remote.result
+    assert not filesystem.is_dir(filesystem.join(remote.tables.home, "_rebuild"))
