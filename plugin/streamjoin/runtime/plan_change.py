@@ -26,7 +26,6 @@ from ..errors import PlanChangedError
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import Join, JoinPlan, Scan
 from ..storage import delta_log
-from ..storage.results import BUCKET
 from ..storage.tables import ModelTables
 from ..types import Side
 
@@ -95,7 +94,7 @@ def reprojects(plan: JoinPlan, last_manifest: Mapping[str, Any] | None, tables: 
 def changelog_columns(plan: JoinPlan, tables: ModelTables, output: StructType, held: StructType, *,
                       change: str) -> StructType | None:
     """None when the output's columns (names and types, in any order: Delta reads columns by name)
-    are those of the result (`held`). Else
+    are those of the result (`held`, `results.result_columns`). Else
     the columns of this run's changelog rows: every data column the changelog table holds, in its
     order, then the output's new ones (the changelog gains them; a column the output drops stays,
     NULL in later rows). The result is then replaced whole, with the output's columns.
@@ -103,10 +102,9 @@ def changelog_columns(plan: JoinPlan, tables: ModelTables, output: StructType, h
     Raises `PlanChangedError`, which no rebuild mends, for an output column whose type differs from
     that of the changelog's column of the same name: a Delta table keeps a column's type. `change`
     says what else changed."""
-    was = [f for f in held.fields if f.name != BUCKET]
-    if {f.name: f.dataType for f in was} == {f.name: f.dataType for f in output.fields}:
+    if {f.name: f.dataType for f in held.fields} == {f.name: f.dataType for f in output.fields}:
         return None
-    logged = was
+    logged = list(held.fields)
     if delta_log.exists(tables.changelog):
         logged = [f for f in from_arrow_schema(delta_log.table_schema(tables.changelog)).fields
                   if f.name not in (ROW_KIND_COLUMN, RUN_ID_COLUMN)]

@@ -42,7 +42,7 @@ from pyspark.sql.types import StructType
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, filesystem
 from ..storage.file_stats import file_stats
-from ..storage.results import BUCKET, weighted_rows, widened
+from ..storage.results import result_columns, weighted_rows, widened
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, StagedWrite
 from ..zset import consolidate
@@ -122,13 +122,11 @@ def net_change(spark: SparkSession, plan: JoinPlan, tables: ModelTables, version
     """The change from the model's result (at `versions`) to the shadow's (at `pinned`), as a run's
     output change: rows with weights, in the changelog's columns when the output's columns changed
     (`plan_change.changelog_columns`)."""
-    old_schema, new_schema = (StructType([f for f in from_arrow_schema(delta_log.table_schema(path, version)).fields
-                                          if f.name != BUCKET])
-                              for path, version in ((tables.result, versions[tables.result]),
-                                                    (shadow.result, pinned[shadow.result])))
+    old_schema = result_columns(tables.result, versions[tables.result])
+    new_schema = result_columns(shadow.result, pinned[shadow.result])
     columns = changelog_columns(plan, tables, new_schema, old_schema, change="its state was rebuilt side by side")
-    new = weighted_rows(spark, shadow.result, pinned[shadow.result], new_schema, new_schema.names, 1)
-    old = weighted_rows(spark, tables.result, versions[tables.result], old_schema, old_schema.names, -1)
+    new = weighted_rows(spark, shadow.result, pinned[shadow.result], new_schema, 1)
+    old = weighted_rows(spark, tables.result, versions[tables.result], old_schema, -1)
     if columns is None:
         return consolidate(new.unionByName(old), new_schema.names)
     return consolidate(widened(new, columns).unionByName(widened(old, columns)), columns.names)

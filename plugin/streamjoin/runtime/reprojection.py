@@ -21,14 +21,12 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Mapping
 
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
 from ..operators.multiway import input_side
 from ..operators.regular import JoinSide
 from ..sql.plan import Join, Node, Scan
-from ..storage import delta_log, formats
-from ..storage.results import BUCKET, output_schema, weighted_rows, widened
+from ..storage import formats
+from ..storage.results import output_schema, result_columns, weighted_rows, widened
 from ..storage.state import StateTable
 from ..types import Side
 from ..zset import WEIGHT, col, consolidate
@@ -98,13 +96,12 @@ def output_change(executor: Executor, change: DataFrame,
     plan, tables = executor.plan, executor.tables
     version = executor.versions.get(tables.result)
     schema = output_schema(change)
-    held = from_arrow_schema(delta_log.table_schema(tables.result, version)) if version is not None else schema
+    held = result_columns(tables.result, version) if version is not None else schema
     columns = changelog_columns(plan, tables, schema, held, change="only its projection changed")
     replay = StateReplay.of(executor, input_starts)
     names = plan.output_names
     new = consolidate(change.unionByName(replay.projected(replay.delta(plan.root))), names)
-    was = StructType([f for f in held.fields if f.name != BUCKET])
-    retracted = weighted_rows(executor.spark, tables.result, version, was, was.names, -1)
+    retracted = weighted_rows(executor.spark, tables.result, version, held, -1)
     if columns is None:
         return consolidate(new.unionByName(retracted), names), None
     return consolidate(widened(new, columns).unionByName(widened(retracted, columns)), columns.names), new

@@ -36,11 +36,6 @@ class VersionTaken(Exception):
     """Another writer committed the version this commit was made for."""
 
 
-def supported(path: str) -> bool:
-    """Whether versions with change data can be committed at `path` (see `filesystem.can_create_new`)."""
-    return filesystem.can_create_new(path)
-
-
 def commit(table: DeltaTable, path: str, actions: Sequence[AddAction | RemoveAction], changes: Sequence[AddAction],
            schema: DeltaSchema, *, overwrite: bool, app_id: str, run_id: int, metadata: Mapping[str, str]) -> None:
     """Commit `actions` and the change data files `changes` (written under `FOLDER`) as the version

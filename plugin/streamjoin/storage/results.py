@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..errors import ConfigError, StreamJoinError
@@ -48,7 +49,7 @@ def stage_change_data(output: DataFrame, plan: JoinPlan, tables: ModelTables, wr
     whose version a feed reads as the old files deleted and the new ones inserted)."""
     if not plan.config.change_data_feed or [c for c in output.columns if c != WEIGHT] != plan.output_names:
         return None
-    if not change_data.supported(tables.result):
+    if not filesystem.can_create_new(tables.result):
         raise ConfigError(
             f"change_data_feed=true needs the model's tables on a filesystem (a local or mounted path), but its result "
             f"is at {tables.result}: there a version with change data files cannot be committed atomically "
@@ -81,11 +82,15 @@ def weight_counts(writer: RunWriter, change: DataFrame) -> dict[str, Future]:
             "-": writer.count(change, F.greatest(-col(WEIGHT), F.lit(0)))}
 
 
-def weighted_rows(spark: SparkSession, path: str, version: int | None, schema: StructType, names: list[str],
-                  weight: int) -> DataFrame:
-    """The output columns of every row of a result table version, each with `weight`."""
+def result_columns(path: str, version: int) -> StructType:
+    """The output columns of a result table version: its columns but the bucket."""
+    return StructType([f for f in from_arrow_schema(delta_log.table_schema(path, version)).fields if f.name != BUCKET])
+
+
+def weighted_rows(spark: SparkSession, path: str, version: int | None, schema: StructType, weight: int) -> DataFrame:
+    """Every row of a result table version in its output columns `schema`, each with `weight`."""
     rows = file_reads.read(spark, delta_log.data_files(path, version), schema)
-    return rows.select(*[col(c) for c in names], F.lit(weight).cast("long").alias(WEIGHT))
+    return rows.select(*[col(c) for c in schema.names], F.lit(weight).cast("long").alias(WEIGHT))
 
 
 def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], None]:
@@ -150,8 +155,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     else:
         rows, replaced, verify = _rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
         actions = writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET]) + replaced
-    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
-    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,)),
+    return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,)),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
 
 
@@ -169,9 +173,13 @@ def stage_replaced_result(spark: SparkSession, rows: DataFrame, change: DataFram
                                        "number of times")
     actions = writer.write(_expand(bucketed.where(col(WEIGHT) > 0), names).repartition(col(BUCKET)), path,
                            partition_by=[BUCKET])
-    table_schema = StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
-    return StagedResult(StagedWrite(path, actions, table_schema, (BUCKET,), overwrite=True),
+    return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,), overwrite=True),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
+
+
+def _with_bucket(schema: StructType) -> StructType:
+    """A result table's schema: its output columns, then the bucket."""
+    return StructType(list(schema.fields) + [StructField(BUCKET, IntegerType())])
 
 
 def _row_bucket(plan: JoinPlan) -> Column:
