@@ -75,17 +75,17 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
     for batch in batches:
         targets = batch.column(TARGET)
         for target in pc.unique(targets).to_pylist():
-            rows = pa.Table.from_batches([batch.filter(pc.equal(targets, target))])
             if target == -1:  # a check's rows fail the task before they get here
                 continue
+            mine = pc.equal(targets, target)  # (each target's own columns are copied, not the whole row)
             if target < -1:
-                notes.update((target, text) for text in rows.column(NOTE).to_pylist() if text is not None)
+                notes.update((target, text) for text in batch.column(NOTE).filter(mine).to_pylist() if text is not None)
                 continue
             if target >= len(specs):
-                sums[target] = sums.get(target, 0) + (pc.sum(rows.column(VALUE)).as_py() or 0)
+                sums[target] = sums.get(target, 0) + (pc.sum(batch.column(VALUE).filter(mine)).as_py() or 0)
                 continue
             spec = specs[target]
-            table = rows.select(list(spec.wide)).rename_columns(list(spec.names))
+            table = pa.Table.from_batches([batch.select(list(spec.wide)).filter(mine)]).rename_columns(list(spec.names))
             for values, part in _split(table, spec.partition_by):
                 key = (target, tuple(values.items()))
                 if key not in files:

@@ -75,7 +75,7 @@ class TargetSpec:
 
     root: str  # the table's URI or path
     folder: str  # new files go under root/folder
-    wide: tuple[str, ...]  # the target's columns in the wide frame
+    wide: tuple[str, ...]  # the target's columns in the wide frame (slots it shares with other targets)
     names: tuple[str, ...]  # their names in the table
     partition_by: tuple[str, ...]  # columns whose values make the files' partition folders
     partition: tuple[tuple[str, str | None], ...]  # fixed partition values of every file
@@ -99,6 +99,7 @@ class RunWriter:
         self.checks: list[DataFrame] = []
         self.counters: list[tuple[DataFrame, Future]] = []
         self.notes: list[tuple[DataFrame, Future]] = []
+        self.slots: dict[str, list[str]] = {}  # a data type's wide columns, in order
         self.ran = False
 
     def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (),
@@ -108,10 +109,10 @@ class RunWriter:
 
         `partition_by` columns split the rows into Hive-style partition folders (and are not stored
         in the files); rows written without them get the fixed `partition` values in every file."""
-        i = len(self.targets)
-        names = tuple(df.columns)
+        fields = df.schema.fields
         spec = TargetSpec(root=path, folder=f"{folder}/{self.tag}-{uuid.uuid4().hex[:12]}",
-                          wide=tuple(f"_t{i}_{j}" for j in range(len(names))), names=names,
+                          wide=self._slots([f.dataType.simpleString() for f in fields]),
+                          names=tuple(f.name for f in fields),
                           partition_by=tuple(partition_by), partition=tuple((partition or {}).items()),
                           options=tuple(options_for(path).items()))
         target = _Target(spec, df)
@@ -170,6 +171,20 @@ class RunWriter:
             for f in self._waiting():
                 f.set_exception(RuntimeError("the run stopped before its files were written"))
             self.ran = True
+
+    def _slots(self, types: Sequence[str]) -> tuple[str, ...]:
+        """The wide columns of a target whose columns have these types: its k-th column of a type
+        takes that type's k-th slot, which every target shares. A wide row belongs to one target and
+        fills only its slots, so the frame is as wide as the widest target per type, not as all
+        targets together (each null cell costs Spark's Arrow conversion and the write pass)."""
+        wide, seen = [], dict.fromkeys(types, 0)
+        for kind in types:
+            slots = self.slots.setdefault(kind, [])
+            if seen[kind] == len(slots):
+                slots.append(f"_s{sum(map(len, self.slots.values()))}")
+            wide.append(slots[seen[kind]])
+            seen[kind] += 1
+        return tuple(wide)
 
     def _waiting(self) -> list[Future]:
         return [t.done for t in self.targets] + [d for _, d in self.counters] + [d for _, d in self.notes]
