@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from . import logs
+from . import class_archive, logs
 
 DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -68,7 +68,14 @@ def with_quiet_logs(conf: Mapping[str, str]) -> dict[str, str]:
     level = logs.spark_level()
     logs.quiet_python(level)
     key = "spark.driver.extraJavaOptions"
-    return {**conf, key: logs.merge_java_options(logs.java_options(level), conf.get(key))}
+    return {**conf, key: driver_java_options(level, conf.get(key))}
+
+
+def driver_java_options(level: logs.Level, theirs: str | None) -> str:
+    """The driver JVM's options: log4j's at `level`, the class archive's (`streamjoin.class_archive`),
+    then `theirs` (a user's ``spark.driver.extraJavaOptions``), which win where they overlap."""
+    ours = f"{logs.java_options(level)} {class_archive.java_options(theirs)}".strip()
+    return logs.merge_java_options(ours, theirs)
 
 
 def apply_runtime_defaults(spark: SparkSession) -> None:

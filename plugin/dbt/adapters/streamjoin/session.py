@@ -172,13 +172,14 @@ def _with_log_settings(plan: SessionPlan) -> dict[str, str]:
     keeps it on the console; ``STREAMJOIN_LOG_LEVEL`` does too, at the level it names.
     """
     from streamjoin import logs
+    from streamjoin.session import driver_java_options
 
     requested = logs.requested_level()
     verbose = requested is not None or _dbt_debug()
     level = requested or "WARN"
     logs.quiet_python(level if verbose else "OFF")
     key = "spark.driver.extraJavaOptions"
-    conf = {**plan.conf, key: logs.merge_java_options(logs.java_options(level), plan.conf.get(key))}
+    conf = {**plan.conf, key: driver_java_options(level, plan.conf.get(key))}
     if not verbose:
         log_file = plan.local_dir / "logs" / SPARK_LOG
         logs.launch_jvm(conf, stderr=log_file)
