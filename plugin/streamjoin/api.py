@@ -38,6 +38,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from . import catalog
 from .batch_views import Timing, input_sql, on_time_sql, replace_relations, runs_sql, snapshot_sql, table_key
 from .errors import ConfigError, PlanChangedError
 from .runtime.run import RunReport, app_id, manifest_of, run_once
@@ -300,7 +301,7 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
     Raises:
         ConfigError: the declaration is invalid, or names no columns and there is no Delta table.
     """
-    kind, view_text = _catalog_entry(spark, relation)
+    kind, view_text = catalog.table_entry(spark, relation)
     if kind not in (None, "VIEW"):
         return False
     spec = input_spec(name, name, declaration)
@@ -338,18 +339,4 @@ def _drop_views(spark: SparkSession, relation: str) -> None:
 
 
 def _table_type(spark: SparkSession, name: str) -> str | None:
-    return _catalog_entry(spark, name)[0]
-
-
-def _catalog_entry(spark: SparkSession, name: str) -> tuple[str | None, str | None]:
-    """The session catalog's type of the table `name` (``VIEW``, ``MANAGED``, ``EXTERNAL``; None when
-    there is none) and, for a view, the SELECT it was created with: two metastore calls, where
-    Spark's catalog API and ``DESCRIBE TABLE EXTENDED`` take three and analyze the view (about 0.1 s
-    a name warm, several times that in a new process, and a dbt invocation asks for every source)."""
-    state = spark._jsparkSession.sessionState()
-    identifier = state.sqlParser().parseTableIdentifier(name)
-    if not state.catalog().tableExists(identifier):
-        return None, None
-    table = state.catalog().getTableMetadata(identifier)
-    view_text = table.viewText()
-    return table.tableType().name(), view_text.get() if view_text.isDefined() else None
+    return catalog.table_entry(spark, name)[0]

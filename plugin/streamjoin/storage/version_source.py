@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..catalog import table_exists
 from ..types import q, text
 from . import delta_log, filesystem
 from .file_reads import COMMIT_VERSION, read_file
@@ -62,12 +63,12 @@ def schema_table(spark: SparkSession, schema: StructType) -> str:
     """The name of a table of this data source that has `schema`'s columns and nothing else (made once)."""
     ddl = ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
     name = f"{SCHEMAS}.s_{hashlib.sha1(ddl.encode()).hexdigest()[:20]}"
-    if not spark.catalog.tableExists(name):
+    if not table_exists(spark, name):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMAS}")
         try:
             spark.sql(f"CREATE TABLE IF NOT EXISTS {name} ({ddl}) USING {NAME}")
         except AnalysisException:  # another process made it meanwhile
-            if not spark.catalog.tableExists(name):
+            if not table_exists(spark, name):
                 raise
     return name
 
