@@ -14,7 +14,7 @@ TEST_STAMP := $(VENV)/.test-installed
 .PHONY: setup flink-setup test demo cluster-demo conformance bench bench-full clean
 
 # The Spark driver's class archive (streamjoin.class_archive, in ~/.cache/streamjoin): built once, about
-# 40 s; every Spark session started later (dbt, Airflow tasks, tests) starts about 2 s faster.
+# 45 s; every Spark session started later (dbt, Airflow tasks, tests) starts about 2 s faster.
 setup: $(STAMP)
 	$(BIN)/python -m streamjoin class-archive || echo "streamjoin: Spark starts without a class archive"
 

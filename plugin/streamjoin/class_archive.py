@@ -1,13 +1,13 @@
 """The Spark driver's class archive: the JVM's classes as it loads them for a run, mapped at start-up.
 
-A Spark driver JVM loads and verifies some 20,000 classes before its first query, about half of its
-start-up. Java's class data sharing (a dynamic CDS archive, `-XX:SharedArchiveFile`) maps them
+A Spark driver JVM spends much of its start-up loading, parsing and verifying classes from Spark's
+jars. Java's class data sharing (a dynamic CDS archive, `-XX:SharedArchiveFile`) maps them
 instead, already parsed and verified: on this 2-core machine a SparkSession starts in about 2.8 s
 instead of 4.5 s and answers its first SQL in 0.6 s instead of 1.4 s. Each `dbt run`, Airflow task
 and test process that starts Spark pays that once.
 
 `build()` makes the archive by running a small streamjoin model in a JVM started with
-`-XX:ArchiveClassesAtExit` (about 30 s, once per Spark installation and Java runtime; `make setup`
+`-XX:ArchiveClassesAtExit` (about 45 s, once per Spark installation and Java runtime; `make setup`
 does it, as does `python -m streamjoin class-archive`). `java_options()` names it to every driver
 streamjoin starts (`streamjoin.session`, the dbt adapter) when it exists. The archive belongs to one
 Java runtime and one Spark class path: a JVM that cannot use it (another Java, a driver class path of
