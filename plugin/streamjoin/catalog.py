@@ -7,21 +7,29 @@ publishes. These ask the session catalog directly: one metastore call each.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import SparkSession
 
 
 def table_exists(spark: SparkSession, name: str) -> bool:
     """Whether the session catalog has a table or view `name` (``db.table`` or ``table``)."""
-    state = spark._jsparkSession.sessionState()
-    return state.catalog().tableExists(state.sqlParser().parseTableIdentifier(name))
+    catalog, identifier = _resolve(spark, name)
+    return catalog.tableExists(identifier)
 
 
 def table_entry(spark: SparkSession, name: str) -> tuple[str | None, str | None]:
     """The type of the table `name` (``VIEW``, ``MANAGED``, ``EXTERNAL``; None when there is none) and,
     for a view, the SELECT it was created with."""
-    if not table_exists(spark, name):
+    catalog, identifier = _resolve(spark, name)
+    if not catalog.tableExists(identifier):
         return None, None
-    state = spark._jsparkSession.sessionState()
-    table = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(name))
+    table = catalog.getTableMetadata(identifier)
     view_text = table.viewText()
     return table.tableType().name(), view_text.get() if view_text.isDefined() else None
+
+
+def _resolve(spark: SparkSession, name: str) -> tuple[Any, Any]:
+    """The session catalog (JVM) and `name` parsed as its table identifier."""
+    state = spark._jsparkSession.sessionState()
+    return state.catalog(), state.sqlParser().parseTableIdentifier(name)
