@@ -97,7 +97,7 @@ def build_class_archive(*, force: bool) -> int:
         return 0
     started = time.monotonic()
     try:
-        built = class_archive.build(force=force)
+        built = class_archive.build()
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -58,13 +58,11 @@ def java_options(theirs: str | None = None) -> str:
     return f"-XX:SharedArchiveFile={archive} {QUIET}"
 
 
-def build(*, force: bool = False) -> Path:
-    """Make the archive (unless it exists and not `force`): a small model's runs in a JVM that writes
-    the classes it loaded when it exits. Concurrent builds each write their own file; the last one
-    renamed into place wins, and a JVM starting meanwhile maps the one it found."""
+def build() -> Path:
+    """Make the archive, replacing any: a small model's runs in a JVM that writes the classes it loaded
+    when it exits. Concurrent builds each write their own file; the last one renamed into place wins,
+    and a JVM starting meanwhile maps the one it found."""
     archive = path()
-    if archive.is_file() and not force:
-        return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=archive.stem + ".", suffix=".partial", dir=archive.parent)
     os.close(fd)
@@ -85,19 +83,16 @@ def _load_classes(partial: str) -> None:
     """In a process of its own: the demo model's runs, then the JVM's exit, which writes the archive."""
     from pyspark import SparkContext
 
+    from .conformance import run_case
     from .demo import CASE
-    from .conformance import CaseRunner
-    from .runtime.run import run_once
     from .session import local_session
 
     spark = local_session(app_name="streamjoin-class-archive",
                           conf={"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={partial}"})
-    with tempfile.TemporaryDirectory(prefix="streamjoin-class-archive-") as root:
-        runner = CaseRunner(spark, CASE, root)
-        for i, run in enumerate(CASE["runs"]):
-            runner.append_changes(i, run["changes"])
-            run_once(spark, runner.plan, runner.tables)
-        spark.sql("SELECT 1").collect()
+    outcome = run_case(spark, CASE)
+    if not outcome["ok"]:
+        raise RuntimeError(f"the demo model's runs failed: {outcome['error']}")
+    spark.sql("SELECT 1").collect()
     jvm = SparkContext._gateway.proc
     spark.stop()
     jvm.stdin.close()  # PySpark's gateway exits when its stdin closes; the archive is written on exit
