@@ -39,13 +39,16 @@ def cache_dir() -> Path:
 
 
 def path() -> Path:
-    """The archive for this Spark installation and Java runtime (it need not exist)."""
+    """The archive for this Spark installation (its jars, where and when installed) and Java runtime
+    (it need not exist)."""
     import pyspark
 
     java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get("JAVA_HOME") \
         else shutil.which("java")
-    identity = "\n".join([pyspark.__version__, os.path.realpath(os.path.dirname(pyspark.__file__)),
-                          os.environ.get("SPARK_HOME", ""), os.path.realpath(java) if java else ""])
+    # the JVM checks the jars' times too: a Spark installed again in the same place needs a new archive
+    jars = Path(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)) / "jars"
+    installed = str(jars.stat().st_mtime_ns) if jars.is_dir() else ""
+    identity = "\n".join([pyspark.__version__, os.path.realpath(jars), installed, os.path.realpath(java) if java else ""])
     return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
