@@ -28,7 +28,7 @@ PROJECT = load_batch.PROJECT
 def dbt_build(local_dir: Path, command: str = "build") -> tuple[int, dict]:
     """`dbt <command>` (default build) in its own process; its exit code and run results."""
     env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-           "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")}
+           "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC")}
     args = [str(Path(sys.executable).with_name("dbt")), command, "--project-dir", str(PROJECT),
             "--profiles-dir", str(PROJECT), "--log-path", str(local_dir / "logs")]
     if command != "deps":  # deps takes no --target-path

@@ -55,7 +55,7 @@ def prepare_environment(local_dir: Path, executor: str) -> None:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "false",
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-        "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
+        "JAVA_TOOL_OPTIONS": os.environ.get("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"),
     })
     if not os.environ.get(logs.ENV_VAR):  # the demo prints its own report; STREAMJOIN_LOG_LEVEL brings the rest
         os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "ERROR" if executor == "local" else "WARNING")
