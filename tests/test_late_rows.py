@@ -14,17 +14,15 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 
-import jinja2
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from generic_tests import Relation, generic_test_sql
 from streamjoin import status
-from streamjoin.api import run_model
+from streamjoin.api import batch_views_agree, run_model
 from streamjoin.storage.tables import ModelTables
 
-REPO = Path(__file__).resolve().parents[1]
 SQL = ("SELECT o.id, s.sid FROM lr.orders o JOIN lr.shipments s ON o.id = s.oid "
        "AND s.shipped_at BETWEEN o.placed_at AND o.placed_at + INTERVAL '4' HOUR")
 UTC = pa.timestamp("us", tz="UTC")
@@ -39,17 +37,10 @@ def append(path: Path, schema: pa.Schema, rows: list[tuple]) -> None:
                     mode="append")
 
 
-class Rel(SimpleNamespace):
-    def __str__(self) -> str:
-        return f"{self.schema}.{self.identifier}" if self.schema else self.identifier
-
-
-def matches_batch(spark, schema: str, identifier: str) -> Counter:
-    """The rows `streamjoin.matches_batch` returns for a model: its macro's SQL, rendered as dbt would."""
-    macros = (REPO / "macros" / "tests.sql").read_text()
-    body = re.search(r"\{% test matches_batch\(model\) %\}(.*?)\{% endtest %\}", macros, re.S).group(1)
-    api = SimpleNamespace(Relation=SimpleNamespace(create=lambda schema, identifier: Rel(schema=schema, identifier=identifier)))
-    sql = jinja2.Template(body).render(model=Rel(schema=schema, identifier=identifier), api=api)
+def matches_batch(spark, schema: str | None, identifier: str, tables: ModelTables | None = None) -> Counter:
+    """The rows `streamjoin.matches_batch` returns for a model (whose Delta tables are `tables`)."""
+    relation = Relation(schema, identifier)
+    sql = generic_test_sql(spark, "matches_batch", relation, {relation.render(): tables} if tables else {})
     return Counter(tuple(r) for r in spark.sql(sql).collect())
 
 
@@ -105,7 +96,9 @@ def test_late_rows_are_recorded_shown_and_subtracted_by_matches_batch(spark, tmp
     assert result == Counter({(1, 10): 1, (9, 90): 1, (8, 80): 1, (3, 30): 1})
     assert rows(spark, "SELECT * FROM lr.shipped__batch") - result == Counter({(1, 11): 1, (2, 20): 1})
     assert result - rows(spark, "SELECT * FROM lr.shipped__batch_on_time") == Counter({(8, 80): 1})
-    assert matches_batch(spark, "lr", "shipped") == Counter()
+    tables = ModelTables(root, "shipped")
+    assert not batch_views_agree(tables)
+    assert matches_batch(spark, "lr", "shipped", tables) == Counter()
     # and the test does fail on a result that misses an on-time pair
     spark.sql("CREATE OR REPLACE TEMP VIEW shipped_wrong AS SELECT * FROM lr.shipped WHERE id <> 3")
     spark.sql("CREATE OR REPLACE TEMP VIEW shipped_wrong__batch AS SELECT * FROM lr.shipped__batch")
@@ -117,3 +110,11 @@ def test_late_rows_are_recorded_shown_and_subtracted_by_matches_batch(spark, tmp
     assert not any(m.get("rows_late") for m in refreshed.metrics.values() if isinstance(m, dict))
     assert rows(spark, "SELECT * FROM lr.shipped") == rows(spark, "SELECT * FROM lr.shipped__batch") \
         == rows(spark, "SELECT * FROM lr.shipped__batch_on_time") == result + Counter({(1, 11): 1, (2, 20): 1})
+    # without late rows the two views are one SELECT, evaluated once (lr.wrong, a result that differs from
+    # the model's batch view, has no `__batch_on_time` to read), and the test is equality, copy by copy
+    assert batch_views_agree(tables) and matches_batch(spark, "lr", "shipped", tables) == Counter()
+    spark.sql("CREATE OR REPLACE VIEW lr.wrong AS SELECT * FROM lr.shipped WHERE id <> 3 "
+              "UNION ALL SELECT 7, 70 UNION ALL SELECT 7, 70")
+    spark.sql("CREATE OR REPLACE VIEW lr.wrong__batch AS SELECT * FROM lr.shipped__batch")
+    assert matches_batch(spark, "lr", "wrong", tables) == Counter({("only in the batch evaluation", 3, 30): 1,
+                                                                   ("only in the streaming result", 7, 70): 2})

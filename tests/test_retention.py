@@ -3,22 +3,19 @@
 publishes, before and after `maintain --changelog-keep-runs` trims the changelog."""
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from pathlib import Path
+from collections import Counter
 
-import jinja2
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from generic_tests import Relation, generic_test_sql
 from streamjoin.api import run_model
 from streamjoin.maintain import maintain
 from streamjoin.retention import net_change
 from streamjoin.storage import delta_log
 from streamjoin.storage.tables import ModelTables
 
-MACROS = Path(__file__).resolve().parents[1] / "macros" / "tests.sql"
 SQL = "SELECT l.k, l.v, r.w FROM kept.l l LEFT JOIN kept.r r ON l.k = r.k"
 RUNS = [  # (l changes, r changes) as (row kind, k, value)
     ([("+I", 1, 10), ("+I", 2, 20)], [("+I", 1, 100)]),
@@ -27,44 +24,6 @@ RUNS = [  # (l changes, r changes) as (row kind, k, value)
     ([("+I", 4, 40), ("+I", 2, 20)], [("+I", 4, 400), ("-D", 3, 300)]),
     ([("-D", 2, 20)], [("+I", 5, 500)]),
 ]
-
-
-@dataclass(frozen=True)
-class Relation:
-    """What `api.Relation.create` gives a generic test in dbt: a schema-qualified name."""
-
-    schema: str
-    identifier: str
-
-    @classmethod
-    def create(cls, *, schema: str, identifier: str) -> "Relation":
-        return cls(schema, identifier)
-
-    def __str__(self) -> str:
-        return f"{self.schema}.{self.identifier}"
-
-
-@dataclass(frozen=True)
-class SparkColumns:
-    """The two adapter methods the generic tests call, answered by Spark's catalog as dbt-spark does."""
-
-    spark: object
-
-    def get_columns_in_relation(self, relation: Relation) -> list:
-        return list(self.spark.table(str(relation)).schema.fields)
-
-    @staticmethod
-    def quote(name: str) -> str:
-        return f"`{name}`"
-
-
-def generic_test_sql(spark, name: str, relation: Relation) -> str:
-    """A generic test of macros/tests.sql rendered for `relation` (dbt turns `{% test x %}` into a macro `test_x`)."""
-    text = re.sub(r"{%-?\s*test\s+(\w+)\(", r"{% macro test_\1(", MACROS.read_text())
-    text = re.sub(r"{%-?\s*endtest\s*-?%}", "{% endmacro %}", text)
-    template = jinja2.Environment(extensions=["jinja2.ext.do"]).from_string(
-        text, globals={"adapter": SparkColumns(spark), "api": type("Api", (), {"Relation": Relation})})
-    return str(getattr(template.module, f"test_{name}")(model=relation))
 
 
 def append(path: str, changes: list[tuple[str, int, int]], value: str) -> None:
@@ -112,6 +71,20 @@ def test_changelog_consistent_holds_after_retention_trims_the_changelog(spark, m
     assert spark.sql(f"SELECT * FROM {relation}").count() == 3  # (2,20,201), (3,30,NULL) and (4,40,400)
     live = DeltaTable(changelog).to_pyarrow_table()
     assert set(live["_run_id"].to_pylist()) == {3, 4, 5}  # run 3 now stands for runs 1-3
+
+
+def test_changelog_consistent_names_every_difference_copy_by_copy(spark):
+    spark.sql("CREATE DATABASE IF NOT EXISTS kept")
+    spark.sql("CREATE OR REPLACE VIEW kept.off AS SELECT * FROM VALUES "
+              "(1, 10), (2, 20), (2, 20), (2, 20), (4, 40), (NULL, NULL) AS t(k, v)")
+    spark.sql("CREATE OR REPLACE VIEW kept.off__changelog AS SELECT * FROM VALUES "
+              "(1, 10, '+I', 1), (1, 10, '+I', 1), (1, 10, '+I', 2), (1, 10, '-D', 2), (2, 20, '+I', 1), "
+              "(3, 30, '-D', 2), (4, 40, '+I', 1), (4, 40, '-U', 2), (4, 40, '+U', 2), (NULL, NULL, '+I', 1) "
+              "AS t(k, v, _row_kind, _run_id)")
+    check = generic_test_sql(spark, "changelog_consistent", Relation("kept", "off"))
+    assert Counter(tuple(r) for r in spark.sql(check).collect()) == Counter({
+        ("only in the replayed changelog", 1, 10): 1, ("only in the result", 2, 20): 2,
+        ("retracted more often than added", 3, 30): 1})
 
 
 def test_net_change_sums_weights_per_row_and_keeps_a_negative_sum_as_deletions():

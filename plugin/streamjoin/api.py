@@ -39,7 +39,8 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from . import catalog
-from .batch_views import Timing, input_sql, on_time_sql, replace_relations, runs_sql, snapshot_sql, table_key
+from .batch_views import (Timing, input_sql, late_rows_at, on_time_sql, replace_relations, runs_sql, snapshot_sql,
+                          table_key)
 from .errors import ConfigError, PlanChangedError
 from .runtime.run import RunReport, app_id, manifest_of, run_once
 from .session import apply_runtime_defaults
@@ -280,6 +281,13 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     on_time = on_time_sql(spark, tables, plan, snapshots, version_of_run(tables.late_rows, run_id))
     _replace_view(spark, f"{relation}__batch_on_time",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in on_time.items()}, timing, columns))
+
+
+def batch_views_agree(tables: ModelTables) -> bool:
+    """Whether the model's views `__batch_on_time` and `__batch` are one SELECT: its last complete run
+    had recorded no late row (`streamjoin.matches_batch` then evaluates one)."""
+    run_id = last_complete_run(tables)
+    return run_id is not None and not late_rows_at(tables, version_of_run(tables.late_rows, run_id))
 
 
 def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, Any], relation: str) -> bool:

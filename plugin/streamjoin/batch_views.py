@@ -245,11 +245,16 @@ def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None
     return rows
 
 
+def late_rows_at(tables: ModelTables, late_version: int | None) -> bool:
+    """Whether the model's late rows table holds rows at `late_version` (None: a version before the table)."""
+    return late_version is not None and bool(delta_log.data_files(tables.late_rows, late_version))
+
+
 def on_time_sql(spark: SparkSession, tables: ModelTables, plan: JoinPlan, snapshots: Mapping[str, str],
                 late_version: int | None) -> dict[str, str]:
     """Each input's snapshot SQL minus the late rows (as of `late_version` of the late rows table)
     that the first interval join side reading it recorded (a row late on two sides is one row)."""
-    if late_version is None or not delta_log.data_files(tables.late_rows, late_version):
+    if not late_rows_at(tables, late_version):
         return dict(snapshots)
     schema = from_arrow_schema(delta_log.table_schema(tables.late_rows, late_version))
     recorded = reference(spark, tables.late_rows, late_version, schema)

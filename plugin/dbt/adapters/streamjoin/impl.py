@@ -12,7 +12,7 @@ from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtConfigError
 from streamjoin import StreamJoinError
-from streamjoin.api import input_spec
+from streamjoin.api import batch_views_agree, input_spec
 from typing_extensions import TypeAlias
 
 from dbt.adapters.streamjoin import model_code, relations, sources
@@ -124,6 +124,14 @@ class StreamjoinAdapter(SparkAdapter):
         return model_code.explain({**model, "compiled_code": compiled.compiled_code}, inputs,
                                   state_root=self.streamjoin_home(), project_root=str(self.connections.project_root),
                                   relation=relation)
+
+    @available
+    def streamjoin_batch_views_agree(self, relation: BaseRelation) -> bool:
+        """Whether ``relation`` is a ``streaming_join`` model whose two batch views are one (see
+        ``streamjoin.api.batch_views_agree``); told by its Delta tables, so without Spark."""
+        found = relations.model_tables(self.get_macro_resolver(), relation.schema, relation.identifier,
+                                       state_root=self.streamjoin_home())
+        return found is not None and batch_views_agree(found[0])
 
     def get_columns_in_relation(self, relation: BaseRelation) -> List[SparkColumn]:
         """The relation's columns, found without Spark where streamjoin knows them (see ``relations``):

@@ -40,17 +40,24 @@ def find_source(manifest: Any, schema: Optional[str], identifier: Optional[str])
     return None
 
 
-def model_table(manifest: Any, schema: Optional[str], identifier: Optional[str], *,
-                state_root: str) -> Optional[str]:
-    """The Delta table behind a ``streaming_join`` model's result, ``__changelog``, ``__batch`` or
-    ``__batch_on_time`` view."""
+def model_tables(manifest: Any, schema: Optional[str], identifier: Optional[str], *,
+                 state_root: str) -> Optional[Tuple[ModelTables, str]]:
+    """The Delta tables of the ``streaming_join`` model whose result, ``__changelog``, ``__batch`` or
+    ``__batch_on_time`` view is ``schema.identifier``, and which of them (the view's suffix)."""
     nodes = [n for n in (getattr(manifest, "nodes", None) or {}).values()
              if n.resource_type == "model" and n.config.materialized == MATERIALIZATION]
-    for suffix, table in _MODEL_VIEWS.items():
+    for suffix in _MODEL_VIEWS:
         for node in nodes:
             if _key(node.schema, f"{node.alias}{suffix}") == _key(schema, identifier):
-                return getattr(ModelTables(os.path.join(state_root, MODELS_FOLDER), node.name), table)
+                return ModelTables(os.path.join(state_root, MODELS_FOLDER), node.name), suffix
     return None
+
+
+def model_table(manifest: Any, schema: Optional[str], identifier: Optional[str], *,
+                state_root: str) -> Optional[str]:
+    """The Delta table behind a ``streaming_join`` model's result or one of its views."""
+    found = model_tables(manifest, schema, identifier, state_root=state_root)
+    return None if found is None else getattr(found[0], _MODEL_VIEWS[found[1]])
 
 
 def delta_columns(path: str) -> Columns:
