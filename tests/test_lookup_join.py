@@ -5,8 +5,9 @@ Each probe row joins the dimension's rows as they are after the run that brings 
 changes included), and is never updated later; LEFT JOIN pads a probe row nothing matches. The
 probe input declares `proc_time`, a column whose value is the run's time. Scenarios are conformance
 cases run through the real pipeline; a property test checks random dimension changelogs and probe
-rows against the rule computed in Python. (Flink itself cannot be the oracle here: PyFlink ships no
-connector that serves lookups, and Flink rejects a processing-time temporal join against anything else.)
+rows against the rule computed in Python. Flink itself is the oracle in test_lookup_flink_agreement.py,
+through a lookup connector of the Flink oracle's own (tests/flink_oracle/lookup_connector/: PyFlink
+ships none, and Flink joins by processing time only against a table that serves lookups).
 """
 from __future__ import annotations
 

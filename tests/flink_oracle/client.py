@@ -1,8 +1,9 @@
 """Call the Flink oracle from the main venv: cases in, Flink's final results out.
 
 PyFlink lives in its own venv (``.venv-flink``, made by ``make flink-setup``); this
-module only pipes cases as JSON to ``run_cases.py`` under that venv's interpreter
-and reads its JSON lines back. Standard library only.
+module only pipes cases as JSON to ``run_cases.py`` (or, for lookup joins,
+``run_lookup.py``) under that venv's interpreter and reads its JSON lines back.
+Standard library only.
 
     from tests.flink_oracle.client import run_in_flink
     results = run_in_flink([case_a, case_b])   # {"case-a": [[...], ...], ...}
@@ -19,6 +20,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 SCRIPT = HERE / "run_cases.py"
+LOOKUP_SCRIPT = HERE / "run_lookup.py"
 FLINK_PYTHON = Path(os.environ.get("FLINK_ORACLE_PYTHON", REPO / ".venv-flink" / "bin" / "python"))
 SETUP_HINT = "run `make flink-setup` in the repository root to create .venv-flink"
 
@@ -40,9 +42,22 @@ def run_reports(cases: list[dict[str, Any]], *, timeout: float | None = 1800) ->
     A report is ``{"case", "ok", "error", "result", "columns", "sql"}`` (see run_cases.py).
     Raises FlinkOracleError when the process itself fails (not for a failed case).
     """
+    return _reports(SCRIPT, cases, timeout)
+
+
+def run_lookup_reports(cases: list[dict[str, Any]], *, timeout: float | None = 1800) -> tuple[list[dict[str, Any]], str]:
+    """Run lookup-join `cases` in one Flink process; return (its report per case in order, its stderr).
+
+    A report is ``{"case", "ok", "error", "runs", "columns", "sql"}``, ``runs`` the rows Flink
+    emitted in each run (see run_lookup.py). Raises FlinkOracleError when the process itself fails.
+    """
+    return _reports(LOOKUP_SCRIPT, cases, timeout)
+
+
+def _reports(script: Path, cases: list[dict[str, Any]], timeout: float | None) -> tuple[list[dict[str, Any]], str]:
     try:
         proc = subprocess.run(
-            [str(flink_python()), str(SCRIPT), "-"],
+            [str(flink_python()), str(script), "-"],
             input=json.dumps(cases),
             capture_output=True,
             text=True,
