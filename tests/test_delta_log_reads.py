@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from deltalake import write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from scenario import Scenario, insert
 
+from streamjoin.api import version_of_run
 from streamjoin.runtime import run as run_module
 from streamjoin.storage import delta_log
 
@@ -55,3 +56,20 @@ def test_a_run_reads_each_tables_log_once_while_it_plans(spark, tmp_path, monkey
     m.run(l=[insert(2, 20)], r=[insert(2, 200)])
     assert planned and len(planned) == len(set(planned)), planned  # every table and input, each read once
     assert m.report.status == "committed"
+
+
+def test_commits_are_read_newest_first_in_growing_chunks_so_a_run_is_found_without_the_whole_log(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    for run in range(30):  # version v is run v's commit, but version 2 is a maintenance commit (no run)
+        metadata = {} if run == 2 else {"streamjoin.run": str(run)}
+        write_deltalake(path, pa.table({"x": [run]}), mode="append",
+                        commit_properties=CommitProperties(custom_metadata=metadata))
+    assert [e["version"] for e in delta_log.newest_commits(DeltaTable(path))] == list(range(29, -1, -1))
+    limits: list[int | None] = []
+    real = DeltaTable.history
+    monkeypatch.setattr(DeltaTable, "history", lambda self, limit=None: limits.append(limit) or real(self, limit))
+    assert version_of_run(path, 28) == 28 and limits == [4]
+    limits.clear()
+    assert version_of_run(path, 19) == 19 and limits == [4, 16]
+    limits.clear()
+    assert version_of_run(path, 1) == 2 and limits == [4, 16, 64], "a maintenance commit keeps the run before it"

@@ -249,7 +249,7 @@ def version_of_run(path: str, run_id: int) -> int | None:
     maintenance commits (no run) keep the data of the run before them."""
     if not delta_log.exists(path):
         return None
-    for entry in delta_log.table(path).history():
+    for entry in delta_log.newest_commits(delta_log.table(path)):
         run = entry.get("streamjoin.run")
         if run is None or int(run) <= run_id:
             return int(entry["version"])

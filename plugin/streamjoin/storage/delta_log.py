@@ -113,15 +113,23 @@ def latest_metadata(path: str, key: str, table_version: int | None = None) -> st
         if table_version is None:
             return None
     dt = table(path)
-    depth = dt.version() - table_version + 1
+    for entry in newest_commits(dt, dt.version() - table_version + 1):
+        if entry.get("version", -1) <= table_version and key in entry:
+            return entry[key]
+    return None
+
+
+def newest_commits(dt: DeltaTable, first: int = 4) -> Iterator[dict[str, Any]]:
+    """The table's commit infos, newest first, read from the log in growing chunks (`first` commits,
+    then four times as many each time): a reader that stops early reads only the newest commits,
+    however many runs the table has seen (its log keeps every commit)."""
+    seen, depth = 0, max(1, first)
     while True:
         entries = dt.history(depth)
-        for entry in entries:  # newest first
-            if entry.get("version", -1) <= table_version and key in entry:
-                return entry[key]
+        yield from entries[seen:]
         if len(entries) < depth:
-            return None
-        depth *= 4
+            return
+        seen, depth = len(entries), depth * 4
 
 
 def operator_metadata(path: str, table_version: int) -> dict[str, str]:
