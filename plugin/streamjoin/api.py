@@ -319,7 +319,7 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
     table = exp.to_table(relation, dialect="spark")
     if table.db:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {q(table.db)}")
-    spark.sql(f"CREATE OR REPLACE VIEW {relation} AS {select}")
+    catalog.put_view(spark, relation, select)
     return True
 
 
@@ -337,7 +337,7 @@ def _schema(path: str, table_version: int) -> StructType:
 def _replace_view(spark: SparkSession, name: str, select: str) -> None:
     if _table_type(spark, name) not in (None, "VIEW"):
         spark.sql(f"DROP TABLE {name}")
-    spark.sql(f"CREATE OR REPLACE VIEW {name} AS {select}")
+    catalog.put_view(spark, name, select)
 
 
 def _drop_views(spark: SparkSession, relation: str) -> None:

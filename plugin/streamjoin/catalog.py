@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 
@@ -27,6 +28,24 @@ def table_entry(spark: SparkSession, name: str) -> tuple[str | None, str | None]
     table = catalog.getTableMetadata(identifier)
     view_text = table.viewText()
     return table.tableType().name(), view_text.get() if view_text.isDefined() else None
+
+
+def put_view(spark: SparkSession, name: str, select: str) -> None:
+    """Make `name` a view of `select`, replacing a view of that name in place.
+
+    `CREATE OR REPLACE VIEW` drops a permanent view and creates it again, so a listing of its schema
+    in another thread or process (dbt's relation cache) can find the name and then no view.
+    `ALTER VIEW ... AS` is one catalog update: the view is always there, old or new.
+    """
+    if table_exists(spark, name):
+        spark.sql(f"ALTER VIEW {name} AS {select}")
+        return
+    try:
+        spark.sql(f"CREATE VIEW {name} AS {select}")
+    except AnalysisException as error:  # another process created it since
+        if error.getCondition() != "TABLE_OR_VIEW_ALREADY_EXISTS":
+            raise
+        spark.sql(f"ALTER VIEW {name} AS {select}")
 
 
 def _resolve(spark: SparkSession, name: str) -> tuple[Any, Any]:
