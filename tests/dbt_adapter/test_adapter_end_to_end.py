@@ -34,7 +34,7 @@ class Invocation:
     results: Dict[str, Dict[str, Any]]
 
 
-def dbt(command: str, *, project: Path, cwd: Path) -> Invocation:
+def dbt(command: str, *, project: Path, cwd: Path, jvm_tmp: Path) -> Invocation:
     executable = Path(sys.executable).with_name("dbt")
     args = [str(executable), command, "--project-dir", str(project), "--profiles-dir", str(project)]
     env = {
@@ -42,7 +42,7 @@ def dbt(command: str, *, project: Path, cwd: Path) -> Invocation:
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "DBT_USE_COLORS": "false",
         # Short-lived JVMs: skip C2 and parallel GC; ~30% faster start on 2 cores.
-        "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "JAVA_TOOL_OPTIONS": f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.io.tmpdir={jvm_tmp}",
     }
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     run_results = json.loads((project / "target" / "run_results.json").read_text())
@@ -56,6 +56,7 @@ class Built:
     cwd: Path
     run: Invocation
     test: Invocation
+    jvm_tmp: Path
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +66,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     shutil.copytree(FIXTURES, project)
     cwd = root / "elsewhere"  # dbt is started outside the project: nothing may land here
     cwd.mkdir()
-    run = dbt("run", project=project, cwd=cwd)
-    test = dbt("test", project=project, cwd=cwd)
-    return Built(project, cwd, run, test)
+    jvm_tmp = root / "jvm-tmp"  # the JVMs' temporary folder: what they leave there is inspected
+    jvm_tmp.mkdir()
+    run = dbt("run", project=project, cwd=cwd, jvm_tmp=jvm_tmp)
+    test = dbt("test", project=project, cwd=cwd, jvm_tmp=jvm_tmp)
+    return Built(project, cwd, run, test, jvm_tmp)
 
 
 def model(unique_name: str) -> str:
@@ -126,6 +129,12 @@ def test_zero_setup_session_is_local_with_a_project_local_catalog(built: Built) 
     assert (local_dir / "metastore_db").is_dir() and (local_dir / "derby.log").is_file()
     assert sorted(p.name for p in built.cwd.iterdir()) == []
     assert not {"metastore_db", "spark-warehouse", "derby.log"} & {p.name for p in built.project.iterdir()}
+
+
+def test_the_dbt_processes_leave_nothing_in_the_temporary_folder(built: Built) -> None:
+    # Hive's client used to leave a `<uuid>_resources` folder per process there
+    assert sorted(p.name for p in built.jvm_tmp.iterdir()) == []
+    assert (built.project / ".streamjoin" / "hive-resources").is_dir()  # Hive's, one for every process
 
 
 def test_streamjoin_home_defaults_to_the_project_state_folder(built: Built) -> None:

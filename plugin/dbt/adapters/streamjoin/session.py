@@ -80,6 +80,9 @@ class SessionPlan:
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.catalogImplementation": "hive",
             "spark.sql.warehouse.dir": str(local_dir / "warehouse"),
+            # Hive's client makes a folder per session for resources it downloads (none here) and
+            # never removes it: by default a new `/tmp/<uuid>_resources` per dbt process
+            "spark.hadoop.hive.downloaded.resources.dir": str(local_dir / "hive-resources"),
         }
         conf = {**defaults, **server_side_parameters}
         if conf["spark.master"].startswith("local"):
