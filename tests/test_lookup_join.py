@@ -60,6 +60,14 @@ SCENARIOS = [
              ({"customers": [ins(1, "a"), ins(1, "b")], "orders": [ins(10, 1)]}, [[10, 20, "b"]]),
              ({"customers": [ins(1, "c")], "orders": [ins(11, 1)]}, [[11, 22, "c"]]),
          ], customers={**CUSTOMERS, "unique_key": ["id"], "changelog_format": "upsert"}),
+    # as in Flink (which accepts this form), the lookup happens when the join emits the row: run 2's dimension
+    case("after-a-join-a-row-looks-the-dimension-up-in-the-run-the-join-emits-it",
+         "SELECT o.id, s.note, c.name FROM orders o JOIN notes s ON o.id = s.id "
+         "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.id", [
+             ({"orders": [ins(10, 1), ins(11, 1)], "customers": [ins(1, "a")], "notes": [ins(11, "m")]}, [[11, "m", "a"]]),
+             ({"customers": [["-D", [1, "a"]], ins(1, "b")]}, []),
+             ({"notes": [ins(10, "n")]}, [[10, "n", "b"]]),
+         ], notes={"columns": [["id", "int"], ["note", "string"]], "changelog_format": "append"}),
     {**case("a-retraction-of-a-probe-row-fails-the-run", INNER, [], orders={**ORDERS, "changelog_format": "changelog"}),
      "runs": [{"changes": {"orders": [ins(10, 1)], "customers": [ins(1, "a")]}},
               {"changes": {"orders": [["-D", [10, 1]]]}, "expect_error": "its probe side must be append-only"}]},

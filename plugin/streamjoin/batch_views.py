@@ -16,7 +16,9 @@ the watermark:
 - a lookup join: an input with a processing-time column gives its rows (insertions: a probe side
   only inserts) with the time of the run that read them, from the run log; the dimension becomes its
   snapshot at the version each run read to, valid from that run's time until the next run's, and
-  the join's ON condition gains that validity as a temporal join's does;
+  the join's ON condition gains that validity as a temporal join's does. (A lookup whose probe side
+  is a join, which Flink accepts too, looks up when the join emits a row; the batch still uses the
+  time its probe input's row was read, so it differs where the join emits a row in a later run);
 - a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
 - an ASOF join (Spark SQL has none): a `LATERAL` subquery picks each left row's nearest right row
   (ON and the match condition as its WHERE, ordered by the right time, ties to the smallest row,
