@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from streamjoin import catalog
 
 
@@ -16,25 +14,24 @@ def created_at(spark, name: str) -> int:
 
 def test_a_view_is_replaced_in_place_with_its_new_columns(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS views_in_place")
-    catalog.put_view(spark, "views_in_place.v", "SELECT 1 AS a")
+    catalog.put_view(spark, "views_in_place.v", "SELECT 1 AS a", exists=False)
     created = created_at(spark, "views_in_place.v")
-    catalog.put_view(spark, "views_in_place.v", "SELECT 2 AS a, 'x' AS b")
+    catalog.put_view(spark, "views_in_place.v", "SELECT 2 AS a, 'x' AS b", exists=True)
     assert created_at(spark, "views_in_place.v") == created  # altered, not dropped and created again
     assert [tuple(r) for r in spark.sql("SELECT * FROM views_in_place.v").collect()] == [(2, "x")]
     assert catalog.table_entry(spark, "views_in_place.v") == ("VIEW", "SELECT 2 AS a, 'x' AS b")
 
 
-def test_a_view_another_process_created_meanwhile_is_altered(spark, monkeypatch: pytest.MonkeyPatch):
+def test_a_view_another_process_created_meanwhile_is_altered(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS views_in_place")
     spark.sql("CREATE OR REPLACE VIEW views_in_place.raced AS SELECT 1 AS a")
-    monkeypatch.setattr(catalog, "table_exists", lambda *_: False)  # it was absent when looked up
-    catalog.put_view(spark, "views_in_place.raced", "SELECT 3 AS a")
+    catalog.put_view(spark, "views_in_place.raced", "SELECT 3 AS a", exists=False)  # absent when looked up
     assert [tuple(r) for r in spark.sql("SELECT * FROM views_in_place.raced").collect()] == [(3,)]
 
 
 def test_a_listing_beside_republishing_always_finds_the_view(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS views_listed")
-    catalog.put_view(spark, "views_listed.v", "SELECT 0 AS a")
+    catalog.put_view(spark, "views_listed.v", "SELECT 0 AS a", exists=catalog.table_exists(spark, "views_listed.v"))
     errors: list[str] = []
     done = threading.Event()
 
@@ -49,7 +46,7 @@ def test_a_listing_beside_republishing_always_finds_the_view(spark):
     lister.start()
     try:
         for i in range(150):
-            catalog.put_view(spark, "views_listed.v", f"SELECT {i} AS a" + (", 'x' AS b" if i % 2 else ""))
+            catalog.put_view(spark, "views_listed.v", f"SELECT {i} AS a" + (", 'x' AS b" if i % 2 else ""), exists=True)
     finally:
         done.set()
         lister.join()

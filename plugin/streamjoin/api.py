@@ -319,7 +319,7 @@ def publish_input(spark: SparkSession, *, name: str, declaration: Mapping[str, A
     table = exp.to_table(relation, dialect="spark")
     if table.db:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {q(table.db)}")
-    catalog.put_view(spark, relation, select)
+    catalog.put_view(spark, relation, select, exists=kind == "VIEW")
     return True
 
 
@@ -335,9 +335,10 @@ def _schema(path: str, table_version: int) -> StructType:
 
 
 def _replace_view(spark: SparkSession, name: str, select: str) -> None:
-    if _table_type(spark, name) not in (None, "VIEW"):
+    kind = _table_type(spark, name)
+    if kind not in (None, "VIEW"):
         spark.sql(f"DROP TABLE {name}")
-    catalog.put_view(spark, name, select)
+    catalog.put_view(spark, name, select, exists=kind == "VIEW")
 
 
 def _drop_views(spark: SparkSession, relation: str) -> None:

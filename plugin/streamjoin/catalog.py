@@ -30,14 +30,14 @@ def table_entry(spark: SparkSession, name: str) -> tuple[str | None, str | None]
     return table.tableType().name(), view_text.get() if view_text.isDefined() else None
 
 
-def put_view(spark: SparkSession, name: str, select: str) -> None:
-    """Make `name` a view of `select`, replacing a view of that name in place.
+def put_view(spark: SparkSession, name: str, select: str, *, exists: bool) -> None:
+    """Make `name` a view of `select`, replacing in place the view the caller found (`exists`).
 
     `CREATE OR REPLACE VIEW` drops a permanent view and creates it again, so a listing of its schema
     in another thread or process (dbt's relation cache) can find the name and then no view.
     `ALTER VIEW ... AS` is one catalog update: the view is always there, old or new.
     """
-    if table_exists(spark, name):
+    if exists:
         spark.sql(f"ALTER VIEW {name} AS {select}")
         return
     try:
