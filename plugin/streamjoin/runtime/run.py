@@ -30,6 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from .. import jvm_lookups
 from ..errors import ConcurrentRunError, InputError, PlanChangedError
 from ..row_errors import fail_when, raised
 from ..spec import InputSpec
@@ -398,6 +399,7 @@ def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunRep
     swapped in (`runtime.rebuild`): the report is the swap's, or says "rebuilding" while a
     rebuild held to `rebuild_budget` has not caught up with the inputs (nothing of the model's
     own changed)."""
+    jvm_lookups.install()
     try:
         return Run(spark, plan, tables).execute()
     except PlanChangedError as exc:  # raised before the run wrote anything
