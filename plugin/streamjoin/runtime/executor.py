@@ -1,7 +1,9 @@
 """Evaluate a join plan for one run: each node's change from its children's changes and state."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 from pyspark.sql import Column as SparkColumn
@@ -144,13 +146,8 @@ class Executor:
     def common_key_types(self, schemas: Sequence[StructType], keys: Sequence[Sequence[str]]) -> tuple[str, ...]:
         """A common type per key position over the key expressions of several inputs (`keys[i]` over
         `schemas[i]`), so equal keys hash to the same bucket whichever input they come from."""
-        frames = [self.spark.createDataFrame([], schema) for schema in schemas]
-        types = []
-        for pos in range(len(keys[0])):
-            each = [f.select(F.expr(k[pos]).alias("k")).schema[0].dataType.simpleString() for f, k in zip(frames, keys)]
-            nulls = ", ".join(f"CAST(NULL AS {t})" for t in each)
-            types.append(self.spark.sql(f"SELECT coalesce({nulls}) AS k").schema[0].dataType.simpleString())
-        return tuple(types)
+        return _common_key_types(self.spark, self.spark.conf.get("spark.sql.ansi.enabled"),
+                                 tuple(s.json() for s in schemas), tuple(tuple(k) for k in keys))
 
     def join_sides(self, node: Join) -> dict[Side, JoinSide]:
         """Both sides of a binary join, their keys of one common type."""
@@ -208,3 +205,18 @@ class Executor:
         actions = state.stage(self.spark, appends, self.writer, expire_before=None if ttl is None else self.now_ms - ttl)
         self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {}),
                                        optional=state.version is not None))
+
+
+@lru_cache(maxsize=256)
+def _common_key_types(spark: SparkSession, ansi: str | None, schemas: tuple[str, ...],
+                      keys: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """`Executor.common_key_types`, asked of Spark once per session, type coercion mode (ANSI or not),
+    schemas and key expressions: a model's runs ask the same each run (about 100 round trips to the
+    JVM a run for a binary join)."""
+    frames = [spark.createDataFrame([], StructType.fromJson(json.loads(schema))) for schema in schemas]
+    types = []
+    for pos in range(len(keys[0])):
+        each = [f.select(F.expr(k[pos]).alias("k")).schema[0].dataType.simpleString() for f, k in zip(frames, keys)]
+        nulls = ", ".join(f"CAST(NULL AS {t})" for t in each)
+        types.append(spark.sql(f"SELECT coalesce({nulls}) AS k").schema[0].dataType.simpleString())
+    return tuple(types)
