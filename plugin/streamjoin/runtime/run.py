@@ -48,7 +48,7 @@ from .intermediates import Intermediates
 from .phases import Phases
 from .plan_change import OUTLINE_KEY, outline_diff, plan_fingerprint, reprojects, state_fingerprint
 from .report import RunReport
-from .sizing import shuffle_partitions
+from .sizing import shuffle_partitions, whole_stage_codegen
 from .spark_jobs import JobGroup
 
 log = logging.getLogger("streamjoin")
@@ -85,9 +85,10 @@ def _table_id(path: str) -> str:
 #: No adaptive execution either: each of its query stages is a job too; `sizing` sizes shuffles instead.
 #: A run's kept intermediate results (`Intermediates`) live for the run only: stored uncompressed,
 #: they cost less to build than they would save in memory (a 1M-change q20 run 7.4 s -> 6.9 s).
+#: Shuffle partitions and whole-stage codegen are set from the run's size once it is known (`sizing`).
 RUN_CONF = {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
             "spark.sql.inMemoryColumnarStorage.compressed": "false",
-            "spark.sql.shuffle.partitions": "1"}  # (set from the run's size once it is known)
+            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true"}
 
 
 @contextmanager
@@ -104,6 +105,12 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def sized(spark: SparkSession, read_bytes: int) -> None:
+    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes it reads."""
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(read_bytes, spark.sparkContext.defaultParallelism)))
+    spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(read_bytes)).lower())
 
 
 @contextmanager
@@ -270,8 +277,7 @@ class Run:
                         changes, counts, insert_only, read_bytes = self.read_changes(manifest)
                     versions = dict(manifest["versions"])
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
-                    self.spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(
-                        read_bytes + state_bytes, self.spark.sparkContext.defaultParallelism)))
+                    sized(self.spark, read_bytes + state_bytes)
                 progress = Progress(self.label, run_id, phases)
                 progress.read(counts)
                 with phases("join"):

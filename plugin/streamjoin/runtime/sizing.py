@@ -1,8 +1,10 @@
-"""How many partitions a run's shuffles get: from the bytes the run reads, not a fixed number.
+"""How a run's plans are sized: from the bytes the run reads, not fixed numbers.
 
 A run plans without adaptive execution (each adaptive query stage would be a Spark job of
 its own), so it sizes its shuffles up front: about one partition per `TARGET_BYTES` of what
-it reads, and every core once each partition would still get `MIN_BYTES`.
+it reads, and every core once each partition would still get `MIN_BYTES`. A run that reads
+less than `CODEGEN_MIN_BYTES` runs its operators interpreted: generating and compiling each
+stage's Java code costs more than it saves on a few rows.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import math
 
 TARGET_BYTES = 32 * 1024 * 1024
 MIN_BYTES = 1024 * 1024
+CODEGEN_MIN_BYTES = 8 * MIN_BYTES
 
 
 def shuffle_partitions(read_bytes: int, parallelism: int) -> int:
@@ -21,3 +24,12 @@ def shuffle_partitions(read_bytes: int, parallelism: int) -> int:
     by_size = math.ceil(read_bytes / TARGET_BYTES)
     by_cores = min(parallelism, read_bytes // MIN_BYTES)
     return max(1, by_size, by_cores)
+
+
+def whole_stage_codegen(read_bytes: int) -> bool:
+    """Whether a run that reads `read_bytes` compiles its stages to Java (Spark's whole-stage codegen).
+
+    >>> whole_stage_codegen(10_000), whole_stage_codegen(CODEGEN_MIN_BYTES)
+    (False, True)
+    """
+    return read_bytes >= CODEGEN_MIN_BYTES

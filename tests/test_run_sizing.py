@@ -1,0 +1,54 @@
+"""A run sizes its plans from the bytes it reads: shuffle partitions, and whether its stages compile to
+Java (whole-stage codegen costs more than it saves on a run of a few rows). The sizes hold for the run's
+write pass only: the session's own settings are back after it."""
+from __future__ import annotations
+
+import pytest
+from scenario import Scenario, delete, insert
+
+from streamjoin.runtime import sizing
+from streamjoin.storage import writes
+
+SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
+INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
+CODEGEN = "spark.sql.codegen.wholeStage"
+
+
+def test_shuffles_and_codegen_grow_with_the_bytes_read():
+    mb = sizing.MIN_BYTES
+    assert [sizing.shuffle_partitions(n, 2) for n in (10_000, mb, 5 * mb, 10 * sizing.TARGET_BYTES)] == [1, 1, 2, 10]
+    assert [sizing.whole_stage_codegen(n) for n in (0, 10_000, sizing.CODEGEN_MIN_BYTES - 1,
+                                                    sizing.CODEGEN_MIN_BYTES)] == [False, False, False, True]
+
+
+def runs(spark, tmp_path) -> tuple[dict, list[str]]:
+    """A left join's result over three runs with retractions, and the codegen setting of each write pass."""
+    seen: list[str] = []
+    original = writes.RunWriter.run
+
+    def recording(self):
+        seen.append(spark.conf.get(CODEGEN))
+        return original(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(writes.RunWriter, "run", recording)
+        m = Scenario(spark, tmp_path, SQL, **INPUTS)
+        m.run(l=[insert(1, 10), insert(2, 20), insert(None, 5)], r=[insert(1, 100), insert(1, 100)])
+        m.run(l=[delete(1, 10), insert(3, 30)], r=[insert(2, 200), delete(1, 100)])
+        m.run(l=[insert(1, 11)], r=[delete(2, 200), insert(3, 300)])
+    return m.result, seen
+
+
+@pytest.mark.parametrize("user_setting", ["true", "false"])
+def test_a_small_run_writes_interpreted_a_large_one_compiled_with_the_same_result(spark, tmp_path, monkeypatch,
+                                                                                   user_setting):
+    spark.conf.set(CODEGEN, user_setting)
+    try:
+        small, small_settings = runs(spark, tmp_path / "small")
+        monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)  # every run counts as large
+        large, large_settings = runs(spark, tmp_path / "large")
+        assert spark.conf.get(CODEGEN) == user_setting  # the session's setting is back after each run
+    finally:
+        spark.conf.unset(CODEGEN)
+    assert small_settings == ["false"] * 3 and large_settings == ["true"] * 3
+    assert small == large == {(2, 20, None): 1, (None, 5, None): 1, (3, 30, 300): 1, (1, 11, 100): 1}
