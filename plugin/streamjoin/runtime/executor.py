@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from ..local_rows import empty_frame
 from ..operators.asof import run_asof_join
 from ..operators.interval import run_interval_join
 from ..operators.lookup import run_lookup_join
@@ -60,7 +61,7 @@ class Executor:
         if isinstance(node, Scan):
             spec = self.plan.inputs[node.input]
             if node.derived:  # computed columns: their types are what Spark makes of them
-                return self.project(node, self.spark.createDataFrame([], data_schema(spec))).schema
+                return self.project(node, empty_frame(self.spark, data_schema(spec))).schema
             return StructType([StructField(internal, declared_type(spec.as_queried().column_type(name)))
                                for name, internal in node.columns])
         if isinstance(node, Join):
@@ -213,7 +214,7 @@ def _common_key_types(spark: SparkSession, ansi: str | None, schemas: tuple[str,
     """`Executor.common_key_types`, asked of Spark once per session, type coercion mode (ANSI or not),
     schemas and key expressions: a model's runs ask the same each run (about 100 round trips to the
     JVM a run for a binary join)."""
-    frames = [spark.createDataFrame([], StructType.fromJson(json.loads(schema))) for schema in schemas]
+    frames = [empty_frame(spark, StructType.fromJson(json.loads(schema))) for schema in schemas]
     types = []
     for pos in range(len(keys[0])):
         each = [f.select(F.expr(k[pos]).alias("k")).schema[0].dataType.simpleString() for f, k in zip(frames, keys)]

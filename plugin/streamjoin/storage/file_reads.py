@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from ..local_rows import empty_frame, local_frame
 from .delta_log import DataFile, arrow_schema
 from .filesystem import is_local, options_for
 
@@ -43,7 +44,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
     if positions:
         schema = with_positions(schema)
     if not files:
-        return spark.createDataFrame([], schema)
+        return empty_frame(spark, schema)
     partitioned = [f for f in schema.fields if any(f.name in d.partition for d in files)]
     names = {f.name for f in partitioned}
     in_files = StructType([f for f in schema.fields if f.name not in names])
@@ -73,7 +74,7 @@ def _scan(spark: SparkSession, files: Sequence[DataFile], group: Sequence[DataFi
         .parquet(*[d.uri for d in group])
     if not positions:
         return rows
-    ordinals = spark.createDataFrame([(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
+    ordinals = local_frame(spark, [(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
                                      f"{URI} string, {FILE_POSITION} long")
     return (rows.select("*", F.col("_metadata.file_name").alias(URI), F.col("_metadata.row_index").alias(ROW_POSITION))
             .join(ordinals, URI).select(*schema.names))
@@ -85,9 +86,9 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     Parquet scan of many files lists them in a job of its own); with `ordinals` (one per file), each
     row's `FILE_POSITION` is its file's and its `ROW_POSITION` its place in the file."""
     if not files:
-        return spark.createDataFrame([], schema)
-    listing = spark.createDataFrame([(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
-        spark.createDataFrame([(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
+        return empty_frame(spark, schema)
+    listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
+        local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
     return read_listed(listing, schema, options_for(files[0].uri))
 
 
@@ -98,7 +99,7 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
     With `keys` (each key column of `wanted` paired with the stored column of `schema` holding the
     same values), only the rows whose key is among their partition's wanted keys, or has a NULL part."""
     if not files:
-        return spark.createDataFrame([], schema)
+        return empty_frame(spark, schema)
     if not keys:
         return read_listed(choose(spark, files, column=column, wanted=wanted), schema, options_for(files[0].uri))
     per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
@@ -113,7 +114,7 @@ def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wante
 
 def _listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> DataFrame:
     """The files as a frame of their URIs (`URI`) and their partition value of `column`."""
-    return spark.createDataFrame([(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
+    return local_frame(spark, [(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
 
 
 def read_listed(listing: DataFrame, schema: StructType, options: Mapping[str, str] | None = None) -> DataFrame:

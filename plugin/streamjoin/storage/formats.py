@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, StructField, StructType,
                                _parse_datatype_string)
 
+from ..local_rows import empty_frame
 from ..spec import InputSpec
 from ..types import RowKind
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
@@ -126,7 +127,7 @@ def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> D
         if files:
             frames.append(file_reads.read(spark, files, data).withColumn(spec.op_column, F.lit(CDF_KINDS[change].value)))
     if not frames:
-        return spark.createDataFrame([], changelog_schema(spec))
+        return empty_frame(spark, changelog_schema(spec))
     return reduce(DataFrame.unionByName, frames)
 
 
