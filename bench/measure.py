@@ -129,7 +129,8 @@ def streamjoin_profiler() -> Profiler:
     profiler = Profiler()
     for owner, attr, label in (
         (run.Run, "prepare", "plan run: read Delta logs, offsets"),
-        (run.Run, "read_changes", "read + validate input changes"),
+        (run.Run, "read_inputs", "read input changes"),
+        (run.Run, "kept_changes", "validate + keep input changes"),
         (executor.Executor, "output", "join: build plan"),
         (regular.RegularJoin, "run", "join: regular operator"),
         (state.StateTable, "read", "state: read touched keys"),

@@ -13,6 +13,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from .one_partition import gathered
+
 
 def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType | str) -> DataFrame:
     """A frame of `rows` (tuples in the order of `schema`'s fields; `schema` a StructType or DDL)."""
@@ -22,7 +24,8 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
     arrow = to_arrow_schema(struct, timezone="UTC")
     columns = list(zip(*rows)) if rows else [()] * len(struct.fields)
     table = pa.table([pa.array(values, f.type) for values, f in zip(columns, arrow)], schema=arrow)
-    return spark.createDataFrame(table, struct)
+    frame = spark.createDataFrame(table, struct)
+    return gathered(frame) if rows else frame  # an empty one is pruned: no partition to claim
 
 
 def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:

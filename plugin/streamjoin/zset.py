@@ -12,6 +12,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from .one_partition import gathered
 from .types import ROW_KINDS, RowKind, q
 
 WEIGHT = "_weight"
@@ -29,7 +30,7 @@ def col(name: str) -> SparkColumn:
 def consolidate(df: DataFrame, columns: Sequence[str], *, weight: str = WEIGHT) -> DataFrame:
     """Sum the weights of identical rows (NULLs compare equal, as in GROUP BY) and drop zeros."""
     return (
-        df.groupBy(*[col(c) for c in columns])
+        gathered(df).groupBy(*[col(c) for c in columns])
         .agg(F.sum(col(weight)).cast("long").alias(weight))
         .where(col(weight) != 0)
     )

@@ -50,6 +50,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from ..errors import InputError
+from ..one_partition import gathered
 from ..row_errors import retraction_examples
 from ..sql.plan import Join, JoinPlan, Scan, TimeBound
 from ..storage import delta_log, file_reads
@@ -318,7 +319,7 @@ class IntervalJoin:
             new.select(*ident, col(n.w), zero.alias(n.deg), zero.alias(n.inc)),
             pairs.select(*ident, zero.alias(n.w), zero.alias(n.deg), col(other.w).alias(n.inc)),
         ]
-        grouped = reduce(DataFrame.unionByName, parts).groupBy(*ident).agg(
+        grouped = gathered(reduce(DataFrame.unionByName, parts)).groupBy(*ident).agg(
             *[F.sum(c).cast("long").alias(c) for c in (n.w, n.deg, n.inc)])
         return grouped.withColumn(n.time, micros(col(self.time_column[s])))
 

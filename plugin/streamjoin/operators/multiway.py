@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..one_partition import gathered
 from ..sql.plan import MultiJoin
 from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
@@ -55,6 +56,8 @@ def nway(node: MultiJoin, frames: list[DataFrame]) -> DataFrame:
         cond = F.expr(node.conditions[i]) & (col(f"{VERSION}0") == col(f"{VERSION}{i}"))
         how = "left" if node.join_types[i] is JoinType.LEFT else "inner"
         acc = acc.join(frames[i], cond, how)
+        if i + 1 < len(frames):  # an inner join claims both sides' partitionings, which Spark cannot join on
+            acc = gathered(acc)
     weight = reduce(lambda a, b: a * b, [F.coalesce(col(f"{WEIGHT}{i}"), F.lit(1)) for i in range(len(frames))])
     sign = F.when(col(f"{VERSION}0") == 1, F.lit(1)).otherwise(F.lit(-1))
     return acc.select(*[col(c) for c in node.output_columns], (sign * weight).cast("long").alias(WEIGHT))

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..one_partition import gathered
 from ..row_errors import fail_when, user_struct
 from ..spec import MissingRetractionPolicy
 from ..storage import delta_log
@@ -273,7 +274,7 @@ class RegularJoin:
                           deg.alias(DEG_STORED), col(UPDATED))
         b = delta.select(*[col(c) for c in names], zero.alias(W_STORED), col(WEIGHT).alias(W_DELTA),
                          zero.alias(DEG_STORED), F.lit(None).cast("long").alias(UPDATED))
-        merged = (a.unionByName(b).groupBy(*[col(c) for c in names]).agg(
+        merged = (gathered(a.unionByName(b)).groupBy(*[col(c) for c in names]).agg(
             F.sum(W_STORED).cast("long").alias(W_STORED), F.sum(W_DELTA).cast("long").alias(W_DELTA),
             F.sum(DEG_STORED).cast("long").alias(DEG_STORED), F.max(UPDATED).alias(UPDATED))
             .where((col(W_STORED) != 0) | (col(W_DELTA) != 0)))
@@ -338,7 +339,7 @@ class RegularJoin:
                                      F.lit(0).alias(IN_STATE), zero.alias(W_STORED), zero.alias(DEG_STORED),
                                      (col("_wo") if target == DEG_INC else zero).alias(DEG_INC),
                                      (col("_wo") if target == DEG_FULL else zero).alias(DEG_FULL)))
-        grouped = reduce(DataFrame.unionByName, parts).groupBy(*[col(c) for c in names]).agg(
+        grouped = gathered(reduce(DataFrame.unionByName, parts)).groupBy(*[col(c) for c in names]).agg(
             *[F.sum(c).cast("long").alias(c) for c in (W_OLD, W_DELTA, DEG_OLD, DEG_INC, DEG_FULL, W_STORED, DEG_STORED)],
             F.max(IN_STATE).alias(IN_STATE))
         deg_new = F.when(col(IN_STATE) == 1, col(DEG_OLD) + col(DEG_INC)).otherwise(col(DEG_FULL))

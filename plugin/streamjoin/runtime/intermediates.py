@@ -7,6 +7,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from ..one_partition import gathered
+
 
 class Intermediates:
     """The intermediate results one run keeps, released together at its end.
@@ -21,7 +23,9 @@ class Intermediates:
     plans the query once more, and every later plan of the session would be matched against it.
     The leaf claims no partitioning: Spark cannot canonicalize a scan's partitioning, so two reads
     of one kept result that claimed it would never share an exchange, and a plan that reads the
-    result twice (such as a result rewrite and its check) would compute everything above it twice."""
+    result twice (such as a result rewrite and its check) would compute everything above it twice.
+    In a run planned in one partition (`one_partition`) the leaf is that partition, and no exchange
+    is needed above it at all."""
 
     def __init__(self) -> None:
         self.cached: list[Any] = []  # the JVM InMemoryRelations
@@ -33,7 +37,7 @@ class Intermediates:
         relation = jvm.relations.apply(jvm.memory_and_disk, df._jdf.queryExecution(), jvm.no_name)
         self.cached.append(relation)
         blocks = jvm.datasets.ofRows(spark._jsparkSession, relation).queryExecution().toRdd()
-        return DataFrame(spark._jsparkSession.internalCreateDataFrame(blocks, df._jdf.schema(), False), spark)
+        return gathered(DataFrame(spark._jsparkSession.internalCreateDataFrame(blocks, df._jdf.schema(), False), spark))
 
     def release(self) -> None:
         """Drop the cached blocks of every result kept."""

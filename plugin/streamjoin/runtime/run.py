@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from .. import jvm_lookups
+from .. import jvm_lookups, one_partition
 from ..errors import ConcurrentRunError, InputError, PlanChangedError
 from ..row_errors import fail_when, raised
 from ..spec import InputSpec
@@ -80,23 +80,36 @@ def _table_id(path: str) -> str:
     return delta_log.table(path).metadata().id
 
 
+EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+SEMI_JOIN_PUSHDOWN = "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAntiJoin"
+
 #: Settings a run's Spark plans need: no broadcast joins (each broadcast is a Spark job of its own;
 #: a run joins in shuffles inside its one write pass instead).
 #: No adaptive execution either: each of its query stages is a job too; `sizing` sizes shuffles instead.
 #: A run's kept intermediate results (`Intermediates`) live for the run only: stored uncompressed,
 #: they cost less to build than they would save in memory (a 1M-change q20 run 7.4 s -> 6.9 s).
 #: Shuffle partitions and whole-stage codegen are set from the run's size once it is known (`sizing`).
-RUN_CONF = {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
-            "spark.sql.inMemoryColumnarStorage.compressed": "false",
-            "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true"}
+#: A join whose sides are both one partition is planned in that partition (`one_partition`), however
+#: large Spark estimates them: a kept result has no size of its own, and Spark's default for one (the
+#: largest long) would overflow the estimate of any join above it, so a run assumes 1 MiB instead
+#: (broadcasts and adaptive execution, which would act on estimates, are off in a run).
+#: The optimizer rules a run excludes are the session's own until the run's size decides (`sized`).
+RUN_CONF: dict[str, str | None] = {
+    "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.maxSinglePartitionBytes": str(2**63 - 1), "spark.sql.defaultSizeInBytes": str(2**20),
+    EXCLUDED_RULES: None}
 
 
 @contextmanager
-def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
-    """Set session settings for the block, and put back what was there."""
+def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterator[None]:
+    """Set session settings for the block, and put back what was there (also for a key set to None:
+    left as it is, for the block to change)."""
     saved = {key: spark.conf.get(key, None) for key in conf}
     for key, value in conf.items():
-        spark.conf.set(key, value)
+        if value is not None:
+            spark.conf.set(key, value)
     try:
         yield
     finally:
@@ -107,10 +120,19 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
                 spark.conf.set(key, value)
 
 
-def sized(spark: SparkSession, read_bytes: int) -> None:
-    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes it reads."""
-    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(read_bytes, spark.sparkContext.defaultParallelism)))
+def sized(spark: SparkSession, read_bytes: int) -> bool:
+    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes it
+    reads; True when they fit one partition (`one_partition`).
+
+    In one partition, a semi or anti join is not pushed below the leaf's coalescing to one partition
+    (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
+    partitions = shuffle_partitions(read_bytes, spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(read_bytes)).lower())
+    if partitions == 1:
+        theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
+        spark.conf.set(EXCLUDED_RULES, ",".join(dict.fromkeys([*theirs, SEMI_JOIN_PUSHDOWN])))
+    return partitions == 1
 
 
 @contextmanager
@@ -215,24 +237,28 @@ class Run:
             raise InputError(f"its Delta table at {spec.location} {what}, so it was rebuilt; run this model with "
                              "--full-refresh", model=self.plan.model, input_name=name)
 
-    def read_changes(self, manifest: Mapping[str, Any]) -> tuple[dict[str, DataFrame], dict[str, int], frozenset[str], int]:
-        """Every input's changes for this run, checked where they are read (a malformed row fails the
-        first job that reads it); how many changes each has; and the inputs whose changes this run
-        are all insertions (a row kind the upsert format derives later excepted). Counts come from
-        the Delta log's file statistics; one Spark job counts the inputs whose statistics do not say.
-        Last, the bytes of the files it reads."""
-        changes, counts, insert_only, read_bytes = {}, {}, set(), 0
+    def read_inputs(self, manifest: Mapping[str, Any]) -> dict[str, formats.Changes]:
+        """Every input's changes for this run, as read (`kept_changes` checks and keeps them)."""
+        reads = {}
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
             check_input_schema(spec, self.plan.model, has_state=off["start"] is not None)
-            read = formats.read_changes(self.spark, spec, off["start"], off["end"])
-            read_bytes += read.bytes
+            reads[name] = formats.read_changes(self.spark, spec, off["start"], off["end"])
+        return reads
+
+    def kept_changes(self, reads: Mapping[str, formats.Changes]) -> tuple[dict[str, DataFrame], dict[str, int], frozenset[str]]:
+        """Every input's changes, checked where they are read (a malformed row fails the first job
+        that reads it); how many changes each has; and the inputs whose changes this run are all
+        insertions (a row kind the upsert format derives later excepted). Counts come from the Delta
+        log's file statistics; one Spark job counts the inputs whose statistics do not say."""
+        changes, counts, insert_only = {}, {}, set()
+        for name, read in reads.items():
             rows = read.rows
-            for test, message in row_checks(spec, rows):
+            for test, message in row_checks(self.plan.inputs[name], rows):
                 shown = F.concat(F.lit(f"{message}, e.g. "), F.to_json(F.struct(*[col(c) for c in rows.columns]),
                                                                     {"ignoreNullFields": "false"}))
                 rows = rows.where(fail_when(test, shown, model=self.plan.model, input_name=name))
-            changes[name] = self.intermediates.keep(rows)
+            changes[name] = self.intermediates.keep(one_partition.gathered(rows))
             if read.count is not None and read.insert_only is not None:
                 counts[name] = read.count
                 if read.insert_only:
@@ -248,7 +274,7 @@ class Run:
                 counts[row["input"]] = row["n"]
                 if not row["retractions"] and self.plan.inputs[row["input"]].changelog_format != "upsert":
                     insert_only.add(row["input"])
-        return changes, {name: counts[name] for name in changes}, frozenset(insert_only), read_bytes
+        return changes, {name: counts[name] for name in changes}, frozenset(insert_only)
 
     def execute(self) -> RunReport:
         with lease.holding(self.tables, "run", exclusive_of=("maintain",)), delta_log.pinned_listings():
@@ -271,13 +297,14 @@ class Run:
         writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
         try:
             with JobGroup(self.spark, f"streamjoin {self.label} run {run_id}") as jobs, input_errors(), \
-                    session_conf(self.spark, RUN_CONF):
+                    session_conf(self.spark, RUN_CONF), one_partition.scope() as in_one_partition:
                 with phases("read"):
                     with delta_log.latest_once():
-                        changes, counts, insert_only, read_bytes = self.read_changes(manifest)
+                        reads = self.read_inputs(manifest)
                     versions = dict(manifest["versions"])
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
-                    sized(self.spark, read_bytes + state_bytes)
+                    in_one_partition(sized(self.spark, sum(r.bytes for r in reads.values()) + state_bytes))
+                    changes, counts, insert_only = self.kept_changes(reads)
                 progress = Progress(self.label, run_id, phases)
                 progress.read(counts)
                 with phases("join"):
@@ -303,7 +330,7 @@ class Run:
                     writer.run()
                     result.verify()
                 progress.done("write", lambda: f"{sum(len(w.actions.result()) for w in staged)} file actions for {len(staged)} tables")
-                spark_jobs = jobs.jobs()
+                spark_jobs, spark_stages = jobs.jobs(), jobs.stages()
             with phases("count"):
                 written = {w.path: w.actions.result() for w in staged}
                 state_rows = {posixpath.basename(p): delta_log.rows_after(p, versions.get(p), written.get(p, []))
@@ -314,8 +341,8 @@ class Run:
                     count()
             progress.done("count", lambda: f"rows out {', '.join(f'{k}{v:,}' for k, v in rows_out.items()) or '-'}")
             metrics = {**executor.metrics, **({"reprojected": True} if reproject else {}), "state_rows": state_rows,
-                       "spark_jobs": spark_jobs, "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
-                       OUTLINE_KEY: self.plan.explain()}
+                       "spark_jobs": spark_jobs, "spark_stages": spark_stages, "phases_s": phases.seconds,
+                       "master": self.spark.sparkContext.master, OUTLINE_KEY: self.plan.explain()}
             report = RunReport(self.label, run_id, "committed", offsets=offsets, changes_in=counts,
                                rows_out=rows_out, metrics=metrics)
             with phases("commit"):
@@ -349,11 +376,12 @@ class Run:
                         if write.path == self.tables.result:
                             write.changes = stage_change_data(change, self.plan, self.tables, writer)
                     writer.run()
-                spark_jobs = jobs.jobs()
+                spark_jobs, spark_stages = jobs.jobs(), jobs.stages()
             report = RunReport(self.plan.model, run_id, "committed", offsets=manifest["offsets"],
                                rows_out={k: f.result() for k, f in counts.items()},
-                               metrics={"swapped_in": shadow.home, "spark_jobs": spark_jobs, "phases_s": phases.seconds,
-                                        "master": self.spark.sparkContext.master, OUTLINE_KEY: self.plan.explain()})
+                               metrics={"swapped_in": shadow.home, "spark_jobs": spark_jobs, "spark_stages": spark_stages,
+                                        "phases_s": phases.seconds, "master": self.spark.sparkContext.master,
+                                        OUTLINE_KEY: self.plan.explain()})
             with phases("commit"):
                 staged.append(self.stage_run_log(run_id, manifest, report))
                 self.commit(staged, run_id, manifest)

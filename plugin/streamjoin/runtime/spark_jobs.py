@@ -1,8 +1,8 @@
-"""The Spark jobs a run starts, counted from the driver's status store by job group.
+"""The Spark jobs a run starts, and their stages, counted from the driver's status store by job group.
 
 A run tags every job it starts (also those its writer threads start, which inherit the
 group) with a job group of its own; once the run's jobs are done, the status store lists
-them. The count goes into the run log, so a change that adds a job shows there.
+them. The counts go into the run log, so a change that adds a job or a stage shows there.
 """
 from __future__ import annotations
 
@@ -38,3 +38,13 @@ class JobGroup:
         except Exception:  # noqa: BLE001 — an internal API: without it the count may lag, never fail a run
             pass
         return len(self.sc.statusTracker().getJobIdsForGroup(self.id))
+
+    def stages(self) -> int:
+        """How many stages the group's jobs ran (a stage whose output a job found computed is not
+        counted); call after `jobs`, which waits for the listeners."""
+        store = self.sc._jsc.sc().statusStore()
+        ran = 0
+        for job in self.sc.statusTracker().getJobIdsForGroup(self.id):
+            data = store.job(job)
+            ran += data.numCompletedStages() + data.numFailedStages() + data.numActiveStages()
+        return ran

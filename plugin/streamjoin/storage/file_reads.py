@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from ..local_rows import empty_frame, local_frame
+from ..one_partition import gathered
 from .delta_log import DataFile, arrow_schema
 from .filesystem import is_local, options_for
 
@@ -70,8 +71,8 @@ def with_positions(schema: StructType) -> StructType:
 def _scan(spark: SparkSession, files: Sequence[DataFile], group: Sequence[DataFile], schema: StructType,
           positions: bool) -> DataFrame:
     """Spark's Parquet scan of local files (`positions`: numbered by their place in `files`, by name)."""
-    rows = spark.read.schema(StructType([f for f in schema.fields if f.name not in (FILE_POSITION, ROW_POSITION)]))\
-        .parquet(*[d.uri for d in group])
+    rows = gathered(spark.read.schema(StructType([f for f in schema.fields if f.name not in (FILE_POSITION, ROW_POSITION)]))
+                .parquet(*[d.uri for d in group]))
     if not positions:
         return rows
     ordinals = local_frame(spark, [(f.uri.rsplit("/", 1)[-1], i) for i, f in enumerate(files)],
@@ -120,7 +121,8 @@ def _listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> Dat
 def read_listed(listing: DataFrame, schema: StructType, options: Mapping[str, str] | None = None) -> DataFrame:
     """The rows (`schema`) of the files a frame of URIs (column `URI`, and maybe `KEYS`) lists, read
     with the storage options of their location."""
-    return listing.mapInArrow(_reader(arrow_schema(schema), dict(options or {})), schema)
+    return gathered(listing.mapInArrow(_reader(arrow_schema(schema), dict(options or {})), schema))  # Spark's Python
+    # maps claim no partitioning of their input
 
 
 def _reader(schema: pa.Schema, options: dict[str, str]):

@@ -17,6 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..errors import ConfigError, StreamJoinError
+from ..one_partition import clustered
 from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
@@ -154,7 +155,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
                                partition={BUCKET: None})
     else:
         rows, replaced, verify = _rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
-        actions = writer.write(rows.repartition(col(BUCKET)), path, partition_by=[BUCKET]) + replaced
+        actions = writer.write(clustered(rows, col(BUCKET)), path, partition_by=[BUCKET]) + replaced
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,)),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
 
@@ -171,7 +172,7 @@ def stage_replaced_result(spark: SparkSession, rows: DataFrame, change: DataFram
     counts = weight_counts(writer, change)
     verify = _unheld(bucketed, writer, f"streamjoin bug: model {plan.model}'s new result holds a row a negative "
                                        "number of times")
-    actions = writer.write(_expand(bucketed.where(col(WEIGHT) > 0), names).repartition(col(BUCKET)), path,
+    actions = writer.write(clustered(_expand(bucketed.where(col(WEIGHT) > 0), names), col(BUCKET)), path,
                            partition_by=[BUCKET])
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,), overwrite=True),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampNTZType, TimestampType)
 
+from ..one_partition import clustered
 from ..zset import WEIGHT, col
 from . import delta_log, file_reads
 from .file_reads import read_chosen
@@ -154,7 +155,7 @@ class StateTable:
                 .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
         if expire_before is not None and crowded:
             rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(crowded))
-        return (writer.write(rows.select(*stored).repartition(col(BUCKET)), self.path, partition_by=[BUCKET])
+        return (writer.write(clustered(rows.select(*stored), col(BUCKET)), self.path, partition_by=[BUCKET])
                 + delta_log.remove_actions(old_files))
 
     @property
