@@ -8,7 +8,7 @@ import pytest
 from scenario import Scenario, delete, insert
 
 from streamjoin import one_partition
-from streamjoin.runtime import run
+from streamjoin.runtime import run, sizing
 from streamjoin.storage import state
 
 SQL = "SELECT l.k, l.v, r.w FROM l {join} r ON l.k = r.k"
@@ -38,10 +38,18 @@ def test_a_small_left_join_run_with_retractions_runs_in_one_stage(spark, tmp_pat
 def test_the_same_runs_in_two_partitions_shuffle_and_agree(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(state, "LEVEL0_FILES", 1)
     monkeypatch.setattr(run, "shuffle_partitions", lambda read_bytes, parallelism: 2)
+    monkeypatch.setattr(run, "in_one_partition", lambda change_bytes, read_bytes, parallelism: False)
     m = left_join_runs(spark, tmp_path)
     assert m.report.metrics["spark_jobs"] == 1, m.report.metrics
     assert m.report.metrics["spark_stages"] > 3, m.report.metrics
     assert m.result == EXPECTED
+
+
+def test_only_small_changes_on_a_small_state_are_planned_in_one_partition():
+    kib = 1024
+    assert sizing.in_one_partition(30 * kib, 600 * kib, 2)  # 1k changes on a small state
+    assert not sizing.in_one_partition(1500 * kib, 1900 * kib, 2)  # 100k narrow changes: keep both cores
+    assert not sizing.in_one_partition(30 * kib, 5 * sizing.MIN_BYTES, 2)  # a state that spans shuffle partitions
 
 
 def test_a_three_way_multi_join_run_runs_in_one_stage(spark, tmp_path):

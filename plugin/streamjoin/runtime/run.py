@@ -48,7 +48,7 @@ from .intermediates import Intermediates
 from .phases import Phases
 from .plan_change import OUTLINE_KEY, outline_diff, plan_fingerprint, reprojects, state_fingerprint
 from .report import RunReport
-from .sizing import shuffle_partitions, whole_stage_codegen
+from .sizing import in_one_partition, shuffle_partitions, whole_stage_codegen
 from .spark_jobs import JobGroup
 
 log = logging.getLogger("streamjoin")
@@ -120,19 +120,20 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterato
                 spark.conf.set(key, value)
 
 
-def sized(spark: SparkSession, read_bytes: int) -> bool:
-    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes it
-    reads; True when they fit one partition (`one_partition`).
+def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
+    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes of
+    its changes and of all it reads; True when they are planned in one partition (`one_partition`).
 
     In one partition, a semi or anti join is not pushed below the leaf's coalescing to one partition
     (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
-    partitions = shuffle_partitions(read_bytes, spark.sparkContext.defaultParallelism)
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    parallelism = spark.sparkContext.defaultParallelism
+    spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(read_bytes, parallelism)))
     spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(read_bytes)).lower())
-    if partitions == 1:
+    single = in_one_partition(change_bytes, read_bytes, parallelism)
+    if single:
         theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
         spark.conf.set(EXCLUDED_RULES, ",".join(dict.fromkeys([*theirs, SEMI_JOIN_PUSHDOWN])))
-    return partitions == 1
+    return single
 
 
 @contextmanager
@@ -297,13 +298,14 @@ class Run:
         writer = RunWriter(tag=f"r{run_id}", parallelism=self.spark.sparkContext.defaultParallelism)
         try:
             with JobGroup(self.spark, f"streamjoin {self.label} run {run_id}") as jobs, input_errors(), \
-                    session_conf(self.spark, RUN_CONF), one_partition.scope() as in_one_partition:
+                    session_conf(self.spark, RUN_CONF), one_partition.scope() as plan_in_one:
                 with phases("read"):
                     with delta_log.latest_once():
                         reads = self.read_inputs(manifest)
                     versions = dict(manifest["versions"])
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
-                    in_one_partition(sized(self.spark, sum(r.bytes for r in reads.values()) + state_bytes))
+                    change_bytes = sum(r.bytes for r in reads.values())
+                    plan_in_one(sized(self.spark, change_bytes, change_bytes + state_bytes))
                     changes, counts, insert_only = self.kept_changes(reads)
                 progress = Progress(self.label, run_id, phases)
                 progress.read(counts)

@@ -4,7 +4,10 @@ A run plans without adaptive execution (each adaptive query stage would be a Spa
 its own), so it sizes its shuffles up front: about one partition per `TARGET_BYTES` of what
 it reads, and every core once each partition would still get `MIN_BYTES`. A run that reads
 less than `CODEGEN_MIN_BYTES` runs its operators interpreted: generating and compiling each
-stage's Java code costs more than it saves on a few rows.
+stage's Java code costs more than it saves on a few rows. A run whose shuffles fit one partition
+and whose changes are under `ONE_PARTITION_CHANGE_BYTES` is planned in one partition
+(`one_partition`): its stages cost more than a second core would save. Larger changes keep their
+file scans and the write pass on every core.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import math
 TARGET_BYTES = 32 * 1024 * 1024
 MIN_BYTES = 1024 * 1024
 CODEGEN_MIN_BYTES = 8 * MIN_BYTES
+ONE_PARTITION_CHANGE_BYTES = MIN_BYTES // 4
 
 
 def shuffle_partitions(read_bytes: int, parallelism: int) -> int:
@@ -33,3 +37,13 @@ def whole_stage_codegen(read_bytes: int) -> bool:
     (False, True)
     """
     return read_bytes >= CODEGEN_MIN_BYTES
+
+
+def in_one_partition(change_bytes: int, read_bytes: int, parallelism: int) -> bool:
+    """Whether a run whose changes are `change_bytes` of the `read_bytes` it reads (with its state)
+    is planned in one partition.
+
+    >>> in_one_partition(30_000, 600_000, 2), in_one_partition(1_500_000, 1_900_000, 2), in_one_partition(30_000, 5 * MIN_BYTES, 2)
+    (True, False, False)
+    """
+    return change_bytes < ONE_PARTITION_CHANGE_BYTES and shuffle_partitions(read_bytes, parallelism) == 1

@@ -84,7 +84,8 @@ def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: i
     """The input's changes of versions (start, end] (all of version `end` when start is None)."""
     fmt, path, name = spec.changelog_format, spec.location, spec.name
     if fmt == "cdf":
-        return Changes(_cdf(spark, spec, start, end))
+        feed = delta_log.change_feed(spec.location, start, end, what=spec.name)
+        return Changes(_cdf(spark, spec, feed), bytes=sum(f.size for _, f in feed))
     if fmt == "upsert":
         files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
         return Changes(_upserts(spark, spec, files), bytes=sum(f.size for f in files))
@@ -113,9 +114,8 @@ def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
                                       == f.stat("maxValues", op_column) == RowKind.INSERT.value) for f in files)
 
 
-def _cdf(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> DataFrame:
+def _cdf(spark: SparkSession, spec: InputSpec, feed: Sequence[tuple[str | None, DataFile]]) -> DataFrame:
     data = data_schema(spec)
-    feed = delta_log.change_feed(spec.location, start, end, what=spec.name)
     frames = []
     cdc = [f for change, f in feed if change is None]
     if cdc:
