@@ -48,7 +48,7 @@ from .intermediates import Intermediates
 from .phases import Phases
 from .plan_change import OUTLINE_KEY, outline_diff, plan_fingerprint, reprojects, state_fingerprint
 from .report import RunReport
-from .sizing import in_one_partition, shuffle_partitions, whole_stage_codegen
+from .sizing import compiled_to_java, in_one_partition, shuffle_partitions
 from .spark_jobs import JobGroup
 
 log = logging.getLogger("streamjoin")
@@ -82,13 +82,15 @@ def _table_id(path: str) -> str:
 
 EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
 SEMI_JOIN_PUSHDOWN = "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAntiJoin"
+CODEGEN_FACTORY = "spark.sql.codegen.factoryMode"
 
 #: Settings a run's Spark plans need: no broadcast joins (each broadcast is a Spark job of its own;
 #: a run joins in shuffles inside its one write pass instead).
 #: No adaptive execution either: each of its query stages is a job too; `sizing` sizes shuffles instead.
 #: A run's kept intermediate results (`Intermediates`) live for the run only: stored uncompressed,
 #: they cost less to build than they would save in memory (a 1M-change q20 run 7.4 s -> 6.9 s).
-#: Shuffle partitions and whole-stage codegen are set from the run's size once it is known (`sizing`).
+#: Shuffle partitions and codegen (whole-stage, and of expressions: Spark's `codegen.factoryMode`,
+#: `FALLBACK` its default, `NO_CODEGEN` interpreted) are set from the run's size once it is known (`sizing`).
 #: A join whose sides are both one partition is planned in that partition (`one_partition`), however
 #: large Spark estimates them: a kept result has no size of its own, and Spark's default for one (the
 #: largest long) would overflow the estimate of any join above it, so a run assumes 1 MiB instead
@@ -97,7 +99,7 @@ SEMI_JOIN_PUSHDOWN = "org.apache.spark.sql.catalyst.optimizer.PushDownLeftSemiAn
 RUN_CONF: dict[str, str | None] = {
     "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
-    "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true", CODEGEN_FACTORY: "FALLBACK",
     "spark.sql.maxSinglePartitionBytes": str(2**63 - 1), "spark.sql.defaultSizeInBytes": str(2**20),
     EXCLUDED_RULES: None}
 
@@ -121,14 +123,16 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterato
 
 
 def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
-    """Size the run's plans (its shuffles, and whether its stages compile to Java) from the bytes of
+    """Size the run's plans (its shuffles, and whether its stages and expressions compile to Java) from the bytes of
     its changes and of all it reads; True when they are planned in one partition (`one_partition`).
 
     In one partition, a semi or anti join is not pushed below the leaf's coalescing to one partition
     (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
     parallelism = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(read_bytes, parallelism)))
-    spark.conf.set("spark.sql.codegen.wholeStage", str(whole_stage_codegen(read_bytes)).lower())
+    compiled = compiled_to_java(read_bytes)
+    spark.conf.set("spark.sql.codegen.wholeStage", str(compiled).lower())
+    spark.conf.set(CODEGEN_FACTORY, "FALLBACK" if compiled else "NO_CODEGEN")
     single = in_one_partition(change_bytes, read_bytes, parallelism)
     if single:
         theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]

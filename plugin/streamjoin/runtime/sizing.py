@@ -3,8 +3,9 @@
 A run plans without adaptive execution (each adaptive query stage would be a Spark job of
 its own), so it sizes its shuffles up front: about one partition per `TARGET_BYTES` of what
 it reads, and every core once each partition would still get `MIN_BYTES`. A run that reads
-less than `CODEGEN_MIN_BYTES` runs its operators interpreted: generating and compiling each
-stage's Java code costs more than it saves on a few rows. A run whose shuffles fit one partition
+less than `CODEGEN_MIN_BYTES` runs its operators and their expressions interpreted: generating
+(and, the first time, compiling) Java code for each stage and each projection, predicate and
+ordering costs more than it saves on a few rows. A run whose shuffles fit one partition
 and whose changes are under `ONE_PARTITION_CHANGE_BYTES` is planned in one partition
 (`one_partition`): its stages cost more than a second core would save. Larger changes keep their
 file scans and the write pass on every core.
@@ -30,10 +31,11 @@ def shuffle_partitions(read_bytes: int, parallelism: int) -> int:
     return max(1, by_size, by_cores)
 
 
-def whole_stage_codegen(read_bytes: int) -> bool:
-    """Whether a run that reads `read_bytes` compiles its stages to Java (Spark's whole-stage codegen).
+def compiled_to_java(read_bytes: int) -> bool:
+    """Whether a run that reads `read_bytes` compiles its stages and expressions to Java (Spark's
+    whole-stage and expression codegen) rather than interpreting them.
 
-    >>> whole_stage_codegen(10_000), whole_stage_codegen(CODEGEN_MIN_BYTES)
+    >>> compiled_to_java(10_000), compiled_to_java(CODEGEN_MIN_BYTES)
     (False, True)
     """
     return read_bytes >= CODEGEN_MIN_BYTES
