@@ -1,7 +1,6 @@
 """A run sizes its plans from the bytes it reads: shuffle partitions, and whether its stages and
 expressions compile to Java (whole-stage and expression codegen cost more than they save on a run of a
-few rows). The sizes hold for the run's
-write pass only: the session's own settings are back after it."""
+few rows). The sizes hold for the run's write pass only: the session's own settings are back after it."""
 from __future__ import annotations
 
 import pytest

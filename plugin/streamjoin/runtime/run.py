@@ -123,8 +123,9 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterato
 
 
 def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
-    """Size the run's plans (its shuffles, and whether its stages and expressions compile to Java) from the bytes of
-    its changes and of all it reads; True when they are planned in one partition (`one_partition`).
+    """Size the run's plans (its shuffles, and whether its stages and expressions compile to Java)
+    from the bytes of its changes and of all it reads; True when they are planned in one partition
+    (`one_partition`).
 
     In one partition, a semi or anti join is not pushed below the leaf's coalescing to one partition
     (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
