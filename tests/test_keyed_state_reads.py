@@ -19,6 +19,7 @@ from streamjoin.storage.state import plain_key_columns
 
 from oracle import batch_result
 from scenario import Scenario, compacting_at
+from test_regular_properties import changelog_runs
 
 INPUTS = {"l": [("s", "string"), ("d", "date"), ("v", "int")], "r": [("s", "string"), ("d", "date"), ("w", "bigint")]}
 JOINS = [
@@ -32,31 +33,8 @@ STRINGS = st.sampled_from([None, "a", "b", "A", "é"])
 DATES = st.sampled_from([None, dt.date(2024, 1, 1), dt.date(1969, 12, 31)])
 
 
-@st.composite
-def runs(draw, count: int = 3):
-    """Per run and input, inserts and retractions of rows inserted earlier (duplicates included)."""
-    live: dict[str, list[list]] = {"l": [], "r": []}
-    out = []
-    for _ in range(count):
-        run = {}
-        for name in ("l", "r"):
-            changes = []
-            for _ in range(draw(st.integers(0, 4))):
-                if live[name] and draw(st.booleans()):
-                    row = live[name].pop(draw(st.integers(0, len(live[name]) - 1)))
-                    changes.append(("-D", row))
-                else:
-                    row = [draw(STRINGS), draw(DATES), draw(st.integers(0, 2))]
-                    live[name].append(row)
-                    changes.append(("+I", row))
-            if changes:
-                run[name] = changes
-        out.append(run)
-    return out
-
-
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(sql=st.sampled_from(JOINS), changes=runs())
+@given(sql=st.sampled_from(JOINS), changes=changelog_runs(rows={name: st.tuples(STRINGS, DATES, st.integers(0, 2)) for name in INPUTS}))
 def test_keyed_reads_of_bucketed_state_match_batch(spark, tmp_path_factory, sql, changes):
     with compacting_at(1, 1):  # every run folds level 0, so later runs read bucket files
         model = Scenario(spark, tmp_path_factory.mktemp("k"), sql, **INPUTS)

@@ -52,9 +52,12 @@ values = st.integers(0, 3)
 
 
 @st.composite
-def changelog_runs(draw, runs: int = 3):
+def changelog_runs(draw, runs: int = 3, rows: dict[str, st.SearchStrategy] | None = None):
     """Per run and input, a list of changes that only ever retract live rows; a third of them insert
-    only (a side whose run only adds rows joins its stored fragments unsummed)."""
+    only (a side whose run only adds rows joins its stored fragments unsummed). `rows` draws an input's
+    new rows (tuples; the first column is its key, which an update keeps half the time); by default
+    `INPUTS`' (key, value) rows."""
+    rows = rows or {name: st.tuples(keys, values) for name in ("l", "r")}
     live: dict[str, list[list]] = {"l": [], "r": []}
     out = []
     for _ in range(runs):
@@ -63,20 +66,21 @@ def changelog_runs(draw, runs: int = 3):
             changes = []
             inserts_only = draw(st.integers(0, 2)) == 0
             for _ in range(draw(st.integers(0, 5))):
-                rows = live[name]
-                mixed = rows and not inserts_only
+                held = live[name]
+                mixed = held and not inserts_only
                 op = draw(st.sampled_from(["insert", "insert", "delete", "update"]) if mixed else st.just("insert"))
                 if op == "insert":
-                    row = draw(st.sampled_from(rows)) if rows and draw(st.booleans()) else [draw(keys), draw(values)]
-                    rows.append(list(row))
+                    row = draw(st.sampled_from(held)) if held and draw(st.booleans()) else list(draw(rows[name]))
+                    held.append(list(row))
                     changes.append(("+I", list(row)))
                 else:
-                    old = rows.pop(draw(st.integers(0, len(rows) - 1)))
+                    old = held.pop(draw(st.integers(0, len(held) - 1)))
                     if op == "delete":
                         changes.append(("-D", old))
                     else:
-                        new = [draw(keys) if draw(st.booleans()) else old[0], draw(values)]
-                        rows.append(new)
+                        new = list(draw(rows[name]))
+                        new[0] = old[0] if draw(st.booleans()) else new[0]
+                        held.append(new)
                         changes += [("-U", old), ("+U", new)]
             if changes:
                 run[name] = changes

@@ -48,6 +48,6 @@ def gathered(df: DataFrame) -> DataFrame:
 
 
 def clustered(df: DataFrame, *columns: Column) -> DataFrame:
-    """`df` with rows of equal `columns` in the same partition: as it is while a small run plans
-    (one partition holds them all), else shuffled by them."""
-    return df if _ACTIVE.get() else df.repartition(*columns)
+    """`df` with rows of equal `columns` in the same partition: in its one partition while a small run
+    plans (a union of one-partition frames may still claim two), else shuffled by them."""
+    return gathered(df) if _ACTIVE.get() else df.repartition(*columns)

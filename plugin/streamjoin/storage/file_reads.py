@@ -104,16 +104,16 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
     if not keys:
         return read_listed(choose(spark, files, column=column, wanted=wanted), schema, options_for(files[0].uri))
     per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
-    return read_listed(_listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema,
+    return read_listed(listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema,
                        options_for(files[0].uri))
 
 
 def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wanted: DataFrame) -> DataFrame:
     """The URIs (column `URI`) of those `files` whose partition value of `column` is among `wanted[column]`."""
-    return _listing(spark, files, column).join(wanted.select(column).distinct(), column, "left_semi").select(URI)
+    return listing(spark, files, column).join(wanted.select(column).distinct(), column, "left_semi").select(URI)
 
 
-def _listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> DataFrame:
+def listing(spark: SparkSession, files: Sequence[DataFile], column: str) -> DataFrame:
     """The files as a frame of their URIs (`URI`) and their partition value of `column`."""
     return local_frame(spark, [(f.uri, int(f.partition[column])) for f in files], f"{URI} string, {column} int")
 

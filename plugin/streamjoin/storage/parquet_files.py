@@ -26,7 +26,7 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 @dataclass
-class _OpenFile:
+class OpenFile:
     writer: pq.ParquetWriter
     filesystem: pafs.FileSystem
     full: str  # path on the filesystem
@@ -38,14 +38,15 @@ def _partition_folder(values: dict[str, str | None]) -> str:
     return "/".join(f"{quote(k)}={NULL_PARTITION if v is None else quote(v)}" for k, v in values.items())
 
 
-def _open(spec: TargetSpec, values: dict[str, str | None], schema: pa.Schema, task: int) -> _OpenFile:
+def open_file(spec: TargetSpec, values: dict[str, str | None], schema: pa.Schema, task: int) -> OpenFile:
+    """A new Parquet file of `spec`'s table, in the partition of `values`, for task number `task`."""
     filesystem, root = storage_filesystem(spec.root, dict(spec.options))
     folder = "/".join(p for p in (spec.folder, _partition_folder(values) if spec.partition_by else "") if p)
     relative = f"{folder}/part-{task:05d}-{uuid.uuid4().hex[:16]}.parquet"
     full = f"{root.rstrip('/')}/{relative}"
     filesystem.create_dir(full.rsplit("/", 1)[0], recursive=True)
     writer = pq.ParquetWriter(full, schema, filesystem=filesystem, compression="snappy")
-    return _OpenFile(writer, filesystem, full, relative, {**dict(spec.partition), **values})
+    return OpenFile(writer, filesystem, full, relative, {**dict(spec.partition), **values})
 
 
 def _split(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, str | None], pa.Table]]:
@@ -69,7 +70,7 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
 
     context = TaskContext.get()
     task = context.partitionId() if context else 0
-    files: dict[tuple[int, tuple], _OpenFile] = {}
+    files: dict[tuple[int, tuple], OpenFile] = {}
     sums: dict[int, int] = {}
     notes: set[tuple[int, str]] = set()
     for batch in batches:
@@ -89,22 +90,28 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
             for values, part in _split(table, spec.partition_by):
                 key = (target, tuple(values.items()))
                 if key not in files:
-                    files[key] = _open(spec, values, part.schema, task)
+                    files[key] = open_file(spec, values, part.schema, task)
                 files[key].writer.write_table(part)
-    out: dict[str, list] = {"target": [], "path": [], "size": [], "partition": [], "stats": [], "value": []}
-    for (target, _), f in files.items():
+    yield report([(target, f) for (target, _), f in files.items()], sums, sorted(notes))
+
+
+FILE_ROWS_SCHEMA = pa.schema([("target", pa.int32()), ("path", pa.string()), ("size", pa.int64()),
+                              ("partition", pa.string()), ("stats", pa.string()), ("value", pa.int64())])
+
+
+def report(files: Sequence[tuple[int, OpenFile]], sums: dict[int, int],
+           notes: Sequence[tuple[int, str]]) -> pa.RecordBatch:
+    """What a task returns (`writes.FILE_ROWS`): a row per file it wrote (each closed here), per counter
+    and per note."""
+    out: dict[str, list] = {name: [] for name in FILE_ROWS_SCHEMA.names}
+    for target, f in files:
         f.writer.close()
         meta = pq.read_metadata(f.full, filesystem=f.filesystem)
-        out["target"].append(target)
-        out["path"].append(f.relative)
-        out["size"].append(f.filesystem.get_file_info(f.full).size)
-        out["partition"].append(json.dumps(f.partition))
-        out["stats"].append(json.dumps(file_stats(meta)))
-        out["value"].append(None)
-    for target, total, text in [(t, v, None) for t, v in sums.items()] + [(t, None, x) for t, x in sorted(notes)]:
+        for k, v in (("target", target), ("path", f.relative), ("size", f.filesystem.get_file_info(f.full).size),
+                     ("partition", json.dumps(f.partition)), ("stats", json.dumps(file_stats(meta))), ("value", None)):
+            out[k].append(v)
+    for target, total, text in [(t, v, None) for t, v in sums.items()] + [(t, None, x) for t, x in notes]:
         for k, v in (("target", target), ("path", text), ("size", None), ("partition", None), ("stats", None),
                      ("value", total)):
             out[k].append(v)
-    yield pa.RecordBatch.from_pydict(out, schema=pa.schema([
-        ("target", pa.int32()), ("path", pa.string()), ("size", pa.int64()), ("partition", pa.string()),
-        ("stats", pa.string()), ("value", pa.int64())]))
+    return pa.RecordBatch.from_pydict(out, schema=FILE_ROWS_SCHEMA)

@@ -22,7 +22,7 @@ from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
 from ..zset import WEIGHT, col, consolidate, to_changelog
-from . import change_data, delta_log, file_reads, filesystem, state
+from . import bucket_merge, change_data, delta_log, file_reads, filesystem, state
 from .tables import ModelTables
 from .writes import FileActions, RunWriter, StagedWrite
 
@@ -109,10 +109,17 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
         if count.result():  # the failure path alone reads a few of the rows, to name them
             names = [c for c in frame.columns if c not in (WEIGHT, BUCKET)]
             shown = retracting.select(F.to_json(F.struct(*[col(c) for c in names])).alias("row")).limit(3).collect()
-            raise StreamJoinError(f"{message}: {', '.join(r['row'] for r in shown)} ({count.result()} row(s) "
-                                  "retracted); nothing was committed")
+            raise _unheld_error(message, [r["row"] for r in shown], count.result())
 
     return verify
+
+
+def _not_held(plan: JoinPlan) -> str:
+    return f"model {plan.model}'s run retracts a row its result table does not hold (was the table changed outside streamjoin?)"
+
+
+def _unheld_error(message: str, rows: list[str], retracted: int) -> StreamJoinError:
+    return StreamJoinError(f"{message}: {', '.join(rows)} ({retracted} row(s) retracted); nothing was committed")
 
 
 def _expand(df: DataFrame, names: list[str]) -> DataFrame:
@@ -154,7 +161,8 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path,
                                partition={BUCKET: None})
     else:
-        rows, replaced, verify = _rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
+        rewrite = _merge if bucket_merge.mergeable(schema) else _rewrite
+        rows, replaced, verify = rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
         actions = writer.write(clustered(rows, col(BUCKET)), path, partition_by=[BUCKET]) + replaced
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,)),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
@@ -248,14 +256,39 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
                                                          F.lit(1).cast("long").alias(WEIGHT))
               .unionByName(change)
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-    verify = _unheld(merged, writer, f"model {plan.model}'s run retracts a row its result table does not hold "
-                                     "(was the table changed outside streamjoin?)")
+    verify = _unheld(merged, writer, _not_held(plan))
     replaced = FileActions(known=delta_log.remove_actions(level0))
     if chosen is not None:
         by_uri = {f.uri: f for f in bucketed}
         replaced = replaced + FileActions([_then(writer.note(chosen, col(file_reads.URI)),
                                                  lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))])
     return _expand(merged.where(col(WEIGHT) > 0), names), replaced, verify
+
+
+def _merge(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
+           path: str, files: list[delta_log.DataFile],
+           writer: RunWriter) -> tuple[DataFrame, FileActions, Callable[[], None]]:
+    """As `_rewrite`, with the buckets the change retracts from merged in Arrow by the tasks that read
+    them (`bucket_merge`): level 0's rows and the change's go to the bucket merges where they fall in
+    such a bucket, and are written as they are to their buckets otherwise."""
+    names = plan.output_names
+    level0 = state.level0(files)
+    bucketed = [f for f in files if f.partition[BUCKET] is not None]
+    rows = file_reads.read(spark, level0, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET),
+                                                         F.lit(1).cast("long").alias(WEIGHT)).unionByName(change)
+    retracted = change.where(col(WEIGHT) < 0).select(BUCKET).distinct()
+    listed = file_reads.listing(spark, bucketed, BUCKET).join(retracted, BUCKET, "left_semi")
+    merge = writer.merge(rows.join(retracted, BUCKET, "left_semi"), listed, path, bucket=BUCKET, schema=schema,
+                         uri=file_reads.URI)
+    by_uri = {f.uri: f for f in bucketed}
+    replaced = FileActions(known=delta_log.remove_actions(level0)) + FileActions(
+        [_then(merge.replaced, lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))]) + merge.actions
+
+    def verify() -> None:
+        if merge.unheld.result():
+            raise _unheld_error(_not_held(plan), merge.examples.result(), merge.unheld.result())
+
+    return _expand(rows.join(retracted, BUCKET, "left_anti").where(col(WEIGHT) > 0), names), replaced, verify
 
 
 def _then(done: Future, make: Callable[[list[str]], list]) -> Future:

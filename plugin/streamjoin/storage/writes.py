@@ -9,6 +9,9 @@ evaluates the run's checks (frames whose rows fail the job, see `row_errors`), s
 counters and gathers a few notes (short texts, such as the names of files a run replaces). The
 driver receives file rows, sums and notes; no data.
 
+A table whose rows a run retracts is merged instead (`merge`): its touched buckets' files and their
+change go to one task per bucket, which rewrites them in Arrow (`bucket_merge`), in the same job.
+
 A task that fails leaves at most files nobody commits: the run commits only the files of
 the attempts whose results reached the driver.
 """
@@ -24,8 +27,12 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..one_partition import clustered
+from ..zset import WEIGHT
+from .delta_log import arrow_schema
 from .filesystem import options_for
 
 
@@ -36,6 +43,11 @@ NOTE = "_note"
 #: What the write pass returns per file written, and per counter and task.
 #: A note's row carries its text as `path`.
 FILE_ROWS = "target int, path string, size long, partition string, stats string, value long"
+#: A merge's frame (`RunWriter.merge`): a row's bucket; a file of the bucket (on a row of its own,
+#: NULL on the change's rows); a change row's weight.
+MERGE_BUCKET = "__merge_bucket"
+MERGE_URI = "__merge_uri"
+MERGE_WEIGHT = "__merge_weight"
 
 
 class FileActions:
@@ -82,11 +94,36 @@ class TargetSpec:
     options: tuple[tuple[str, str], ...] = ()  # the root's storage options (see `storage.filesystem`)
 
 
+@dataclass(frozen=True)
+class MergeSpec:
+    """What a task needs to merge its buckets (`bucket_merge`): the table, the rows' Arrow schema, and
+    where its file rows, counter and notes go in the write pass's answer (`FILE_ROWS`)."""
+
+    target: TargetSpec  # the table; its `partition_by` is the bucket's partition column
+    schema: pa.Schema  # the stored rows' columns (the bucket is the partition value, not stored)
+    files: int  # the target of the files it writes
+    unheld: int  # the counter of weight retracted beyond the rows held
+    replaced: int  # the note of the URIs of the files it replaced
+    examples: int  # the note of a few rows retracted beyond those held, as JSON
+
+
 @dataclass
 class _Target:
     spec: TargetSpec
     rows: DataFrame
     done: Future = field(default_factory=Future)
+    merge: "Merge | None" = None  # a merge's target: its rows go to `bucket_merge`, not to the wide frame
+
+
+@dataclass
+class Merge:
+    """A staged merge (`RunWriter.merge`): its files, and what the write pass finds, as futures."""
+
+    actions: FileActions  # the files it writes
+    replaced: Future  # the URIs of the files they replace
+    unheld: Future  # the weight its change retracts beyond the rows held (0 when every retraction applied)
+    examples: Future  # a few rows so retracted, as JSON
+    schema: StructType  # the rows' columns (without the bucket)
 
 
 class RunWriter:
@@ -97,8 +134,8 @@ class RunWriter:
         self.parallelism = max(1, parallelism)
         self.targets: list[_Target] = []
         self.checks: list[DataFrame] = []
-        self.counters: list[tuple[DataFrame, Future]] = []
-        self.notes: list[tuple[DataFrame, Future]] = []
+        self.counters: list[tuple[DataFrame | None, Future]] = []  # None: a merge's, summed by its tasks
+        self.notes: list[tuple[DataFrame | None, Future]] = []  # None: a merge's, noted by its tasks
         self.slots: dict[str, list[str]] = {}  # a data type's wide columns, in order
         self.ran = False
 
@@ -118,6 +155,24 @@ class RunWriter:
         target = _Target(spec, df)
         self.targets.append(target)
         return FileActions([target.done])
+
+    def merge(self, change: DataFrame, files: DataFrame, path: str, *, bucket: str, schema: StructType,
+              uri: str) -> Merge:
+        """Stage the merge of a weighted change (`schema`'s columns, `bucket` and `zset.WEIGHT`) into the
+        files of its buckets that `files` lists (`bucket`, and the file's URI in `uri`): each bucket's
+        files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass."""
+        listed = files.select(F.col(bucket).alias(MERGE_BUCKET), F.col(uri).alias(MERGE_URI))
+        rows = change.select(F.col(bucket).alias(MERGE_BUCKET), *[F.col(_quoted(n)) for n in schema.names],
+                             F.col(WEIGHT).alias(MERGE_WEIGHT))
+        frame = clustered(rows.unionByName(listed, allowMissingColumns=True), F.col(MERGE_BUCKET))
+        spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}", wide=(), names=tuple(schema.names),
+                          partition_by=(bucket,), partition=(), options=tuple(options_for(path).items()))
+        target = _Target(spec, frame)
+        target.merge = merge = Merge(FileActions([target.done]), Future(), Future(), Future(), schema)
+        self.targets.append(target)
+        self.counters.append((None, merge.unheld))
+        self.notes += [(None, merge.replaced), (None, merge.examples)]
+        return merge
 
     def check(self, failing: DataFrame) -> None:
         """Evaluate a frame in the write pass; its rows fail the job (see `row_errors.fail_when`)."""
@@ -141,7 +196,10 @@ class RunWriter:
         self.ran = True
         waiting = self._waiting()
         try:
-            rows = self._wide().mapInArrow(_writer(tuple(t.spec for t in self.targets)), FILE_ROWS).collect()
+            passes = [self._wide().mapInArrow(_writer(tuple(t.spec for t in self.targets)), FILE_ROWS)]
+            passes += [t.rows.mapInArrow(_merger(self._merge_spec(i)), FILE_ROWS)
+                       for i, t in enumerate(self.targets) if t.merge is not None]
+            rows = reduce(DataFrame.unionByName, passes).collect()
         except BaseException as exc:
             for f in waiting:
                 f.set_exception(exc)
@@ -186,6 +244,16 @@ class RunWriter:
             seen[kind] += 1
         return tuple(wide)
 
+    def _merge_spec(self, index: int) -> MergeSpec:
+        """The executors' spec of the merge staged as target `index`: where its answers go."""
+        merge = self.targets[index].merge
+        assert merge is not None
+        counter = next(i for i, (_, done) in enumerate(self.counters) if done is merge.unheld)
+        note = {id(done): -2 - i for i, (_, done) in enumerate(self.notes)}
+        return MergeSpec(self.targets[index].spec, arrow_schema(merge.schema), files=index,
+                         unheld=len(self.targets) + counter, replaced=note[id(merge.replaced)],
+                         examples=note[id(merge.examples)])
+
     def _waiting(self) -> list[Future]:
         return [t.done for t in self.targets] + [d for _, d in self.counters] + [d for _, d in self.notes]
 
@@ -194,9 +262,9 @@ class RunWriter:
         (each branch fills only its own columns; the union makes the others null)."""
         n = len(self.targets)
         frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{_quoted(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
-                  for i, t in enumerate(self.targets)]
-        frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE) for i, (df, _) in enumerate(self.counters)]
-        frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE) for i, (df, _) in enumerate(self.notes)]
+                  for i, t in enumerate(self.targets) if t.merge is None]
+        frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE) for i, (df, _) in enumerate(self.counters) if df is not None]
+        frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE) for i, (df, _) in enumerate(self.notes) if df is not None]
         frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
         wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
         return wide.coalesce(self.parallelism)
@@ -214,3 +282,13 @@ def _writer(specs: tuple[TargetSpec, ...]):
         yield from write_task(batches, specs)
 
     return write
+
+
+def _merger(spec: MergeSpec):
+    """The function each task of a merge runs over its batches (`bucket_merge.merge_task`)."""
+    def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from .bucket_merge import merge_task
+
+        yield from merge_task(batches, spec)
+
+    return merge
