@@ -82,14 +82,21 @@ def _scan(spark: SparkSession, files: Sequence[DataFile], group: Sequence[DataFi
 
 
 def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType,
-               ordinals: Sequence[int] | None = None) -> DataFrame:
+               ordinals: Sequence[int] | None = None, *, wanted: DataFrame | None = None,
+               keys: Sequence[tuple[str, str]] = ()) -> DataFrame:
     """The rows (`schema`) of data files, read by the tasks of the job that uses them (Spark's own
     Parquet scan of many files lists them in a job of its own); with `ordinals` (one per file), each
-    row's `FILE_POSITION` is its file's and its `ROW_POSITION` its place in the file."""
+    row's `FILE_POSITION` is its file's and its `ROW_POSITION` its place in the file.
+
+    With `wanted` and `keys` (as `read_chosen`'s), only the rows whose key is among `wanted`'s rows, or
+    has a NULL part: every file is read, and its task hands Spark those rows alone."""
     if not files:
         return empty_frame(spark, schema)
     listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
         local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
+    if wanted is not None:
+        every = wanted.select(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
+        listing = listing.crossJoin(gathered(every))
     return read_listed(listing, schema, options_for(files[0].uri))
 
 

@@ -203,7 +203,8 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
 
     Only keys this run adds a row to can break it. Their rows after the run are their rows in the
     result (every file of the version the run read: the result is bucketed by row, not by key,
-    so a key's rows may be in any file; read on the executors, inside the pass) plus the run's
+    so a key's rows may be in any file; read on the executors, inside the pass, where the tasks keep
+    those keys' rows alone when the key's columns compare in Arrow as in Spark) plus the run's
     change of them. The first key holding two or more rows fails the job with an `InputError`
     naming the model, the key, one of its rows and the fix; nothing is committed.
     """
@@ -220,7 +221,10 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
         cond = reduce(lambda a, b: a & b, [rows[k].eqNullSafe(gaining[k]) for k in key])
         return rows.join(gaining, cond, "left_semi")
 
-    stored = file_reads.read_files(spark, delta_log.data_files(path, version), schema)
+    types = {f.name: f.dataType.simpleString() for f in schema.fields}
+    plain = state.plain_key_columns(schema, [f"`{k.replace('`', '``')}`" for k in key], [types[k] for k in key])
+    stored = file_reads.read_files(spark, delta_log.data_files(path, version), schema,
+                                   **({"wanted": gaining, "keys": list(zip(key, plain))} if plain else {}))
     rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
         of_gaining(output.select(*[col(c) for c in names], col(WEIGHT))))
     live = consolidate(rows, names).where(col(WEIGHT) > 0)
