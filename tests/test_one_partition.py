@@ -38,18 +38,20 @@ def test_a_small_left_join_run_with_retractions_runs_in_one_stage(spark, tmp_pat
 def test_the_same_runs_in_two_partitions_shuffle_and_agree(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(state, "LEVEL0_FILES", 1)
     monkeypatch.setattr(run, "shuffle_partitions", lambda read_bytes, parallelism: 2)
-    monkeypatch.setattr(run, "in_one_partition", lambda change_bytes, read_bytes, parallelism: False)
+    monkeypatch.setattr(run, "in_one_partition", lambda change_bytes, read_bytes: False)
     m = left_join_runs(spark, tmp_path)
     assert m.report.metrics["spark_jobs"] == 1, m.report.metrics
     assert m.report.metrics["spark_stages"] > 3, m.report.metrics
     assert m.result == EXPECTED
 
 
-def test_only_small_changes_on_a_small_state_are_planned_in_one_partition():
+def test_only_small_changes_on_a_state_one_partition_reads_are_planned_in_one_partition():
     kib = 1024
-    assert sizing.in_one_partition(30 * kib, 600 * kib, 2)  # 1k changes on a small state
-    assert not sizing.in_one_partition(1500 * kib, 1900 * kib, 2)  # 100k narrow changes: keep both cores
-    assert not sizing.in_one_partition(30 * kib, 5 * sizing.MIN_BYTES, 2)  # a state that spans shuffle partitions
+    assert sizing.in_one_partition(30 * kib, 600 * kib)  # 1k changes on a small state
+    assert sizing.in_one_partition(30 * kib, 8 * sizing.MIN_BYTES)  # on a state of 200k changes: its tasks keep
+    # the touched keys' rows as they read it, so Spark gets few rows
+    assert not sizing.in_one_partition(1500 * kib, 1900 * kib)  # 100k narrow changes: keep both cores
+    assert not sizing.in_one_partition(30 * kib, sizing.TARGET_BYTES + 1)  # a state to read on every core
 
 
 def test_a_three_way_multi_join_run_runs_in_one_stage(spark, tmp_path):

@@ -134,7 +134,7 @@ def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
     compiled = compiled_to_java(read_bytes)
     spark.conf.set("spark.sql.codegen.wholeStage", str(compiled).lower())
     spark.conf.set(CODEGEN_FACTORY, "FALLBACK" if compiled else "NO_CODEGEN")
-    single = in_one_partition(change_bytes, read_bytes, parallelism)
+    single = in_one_partition(change_bytes, read_bytes)
     if single:
         theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
         spark.conf.set(EXCLUDED_RULES, ",".join(dict.fromkeys([*theirs, SEMI_JOIN_PUSHDOWN])))

@@ -5,10 +5,12 @@ its own), so it sizes its shuffles up front: about one partition per `TARGET_BYT
 it reads, and every core once each partition would still get `MIN_BYTES`. A run that reads
 less than `CODEGEN_MIN_BYTES` runs its operators and their expressions interpreted: generating
 (and, the first time, compiling) Java code for each stage and each projection, predicate and
-ordering costs more than it saves on a few rows. A run whose shuffles fit one partition
-and whose changes are under `ONE_PARTITION_CHANGE_BYTES` is planned in one partition
-(`one_partition`): its stages cost more than a second core would save. Larger changes keep their
-file scans and the write pass on every core.
+ordering costs more than it saves on a few rows. A run whose changes are under
+`ONE_PARTITION_CHANGE_BYTES` and that reads no more than one partition's `TARGET_BYTES` is planned
+in one partition (`one_partition`): its stages cost more than a second core would save, since of
+the state it reads mostly the touched keys' rows reach Spark (the rest stays in the Arrow tasks that
+read the files, as do the result buckets it rewrites). Larger changes keep their file scans and the
+write pass on every core.
 """
 from __future__ import annotations
 
@@ -41,11 +43,11 @@ def compiled_to_java(read_bytes: int) -> bool:
     return read_bytes >= CODEGEN_MIN_BYTES
 
 
-def in_one_partition(change_bytes: int, read_bytes: int, parallelism: int) -> bool:
+def in_one_partition(change_bytes: int, read_bytes: int) -> bool:
     """Whether a run whose changes are `change_bytes` of the `read_bytes` it reads (with its state)
     is planned in one partition.
 
-    >>> in_one_partition(30_000, 600_000, 2), in_one_partition(1_500_000, 1_900_000, 2), in_one_partition(30_000, 5 * MIN_BYTES, 2)
+    >>> in_one_partition(30_000, 8 * MIN_BYTES), in_one_partition(1_500_000, 1_900_000), in_one_partition(30_000, 2 * TARGET_BYTES)
     (True, False, False)
     """
-    return change_bytes < ONE_PARTITION_CHANGE_BYTES and shuffle_partitions(read_bytes, parallelism) == 1
+    return change_bytes < ONE_PARTITION_CHANGE_BYTES and read_bytes <= TARGET_BYTES
