@@ -42,8 +42,9 @@ KEYED_INPUTS = {"l": [("k", "int"), ("s", "string")], "r": [("k", "int"), ("w", 
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(runs=changelog_runs(runs=3, rows={"l": st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, "a", "b"])),
-                                         "r": st.tuples(st.sampled_from([None, 1, 2]), st.integers(0, 1))}))
+@given(runs=changelog_runs(runs=3, rows={
+    "l": st.tuples(st.sampled_from([None, 1, 2]), st.sampled_from([None, "a", "b"])),
+    "r": st.tuples(st.sampled_from([None, 1, 2]), st.integers(0, 1))}))
 def test_a_run_fails_exactly_when_the_batch_result_repeats_a_key(spark, tmp_path_factory, runs):
     """The check reads the result's rows of the keys a run adds rows to (NULL parts included: NULL-safe
     equality); a row it missed would let a repeated key through."""

@@ -29,7 +29,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
 from .writes import MERGE_BUCKET as BUCKET
 from .writes import MERGE_URI as URI
 from .writes import MERGE_WEIGHT as WEIGHT
-from .writes import MergeSpec
+from .writes import MergeSpec, merge_column
 
 EXAMPLES = 3  # unapplied retractions noted per task
 
@@ -95,16 +95,18 @@ def merge_task(batches: Iterator[pa.RecordBatch], spec: MergeSpec) -> Iterator[p
     files, unheld, notes = [], 0, []
     options = dict(spec.target.options)
     (partition,) = spec.target.partition_by
+    positions = [merge_column(i) for i in range(len(spec.schema))]
     for bucket in pc.unique(rows[BUCKET]).to_pylist() if rows is not None else []:
         mine = rows.filter(pc.equal(rows[BUCKET], bucket))
         uris = sorted({u for u in mine[URI].to_pylist() if u is not None})
         stored = [read_file(uri, spec.schema, options) for uri in uris]
         held = pa.concat_tables(stored) if stored else spec.schema.empty_table()
-        sums = merged(held, mine.filter(pc.is_null(mine[URI])))
+        change = mine.filter(pc.is_null(mine[URI])).select([*positions, WEIGHT])
+        sums = merged(held, change.rename_columns([*spec.schema.names, WEIGHT]))
         short = sums.filter(pc.less(sums[WEIGHT], 0))
         unheld -= pc.sum(short[WEIGHT]).as_py() or 0
-        notes += [(spec.examples, json.dumps(row, default=str, separators=(",", ":"))) for row in short.select(spec.schema.names)
-                  .slice(0, EXAMPLES).to_pylist()]
+        examples = short.select(spec.schema.names).slice(0, EXAMPLES).to_pylist()
+        notes += [(spec.examples, json.dumps(row, default=str, separators=(",", ":"))) for row in examples]
         kept = expanded(sums).cast(spec.schema)  # (with its columns' nullability, which grouping drops)
         if kept.num_rows:
             written = open_file(spec.target, {partition: str(bucket)}, spec.schema, task)

@@ -23,6 +23,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..local_rows import empty_frame, local_frame
 from ..one_partition import gathered
+from ..zset import col
 from .delta_log import DataFile, arrow_schema
 from .filesystem import is_local, options_for
 
@@ -95,7 +96,7 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
         local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
     if wanted is not None:
-        every = wanted.select(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
+        every = wanted.select(F.collect_list(F.struct(*[col(k).alias(s) for k, s in keys])).alias(KEYS))
         listing = listing.crossJoin(gathered(every))
     return read_listed(listing, schema, options_for(files[0].uri))
 
@@ -110,7 +111,7 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
         return empty_frame(spark, schema)
     if not keys:
         return read_listed(choose(spark, files, column=column, wanted=wanted), schema, options_for(files[0].uri))
-    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[F.col(k).alias(s) for k, s in keys])).alias(KEYS))
+    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[col(k).alias(s) for k, s in keys])).alias(KEYS))
     return read_listed(listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema,
                        options_for(files[0].uri))
 

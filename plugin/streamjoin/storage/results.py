@@ -115,7 +115,8 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
 
 
 def _not_held(plan: JoinPlan) -> str:
-    return f"model {plan.model}'s run retracts a row its result table does not hold (was the table changed outside streamjoin?)"
+    return (f"model {plan.model}'s run retracts a row its result table does not hold (was the table changed outside "
+            "streamjoin?)")
 
 
 def _unheld_error(message: str, rows: list[str], retracted: int) -> StreamJoinError:

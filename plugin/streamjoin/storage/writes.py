@@ -44,10 +44,16 @@ NOTE = "_note"
 #: A note's row carries its text as `path`.
 FILE_ROWS = "target int, path string, size long, partition string, stats string, value long"
 #: A merge's frame (`RunWriter.merge`): a row's bucket; a file of the bucket (on a row of its own,
-#: NULL on the change's rows); a change row's weight.
+#: NULL on the change's rows); a change row's weight. Its row columns are named by position
+#: (`merge_column`), as the wide frame's slots are: Spark's Python maps resolve every column by name.
 MERGE_BUCKET = "__merge_bucket"
 MERGE_URI = "__merge_uri"
 MERGE_WEIGHT = "__merge_weight"
+
+
+def merge_column(position: int) -> str:
+    """The name in a merge's frame of the rows' column at `position`."""
+    return f"__merge_{position}"
 
 
 class FileActions:
@@ -162,11 +168,13 @@ class RunWriter:
         files of its buckets that `files` lists (`bucket`, and the file's URI in `uri`): each bucket's
         files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass."""
         listed = files.select(F.col(bucket).alias(MERGE_BUCKET), F.col(uri).alias(MERGE_URI))
-        rows = change.select(F.col(bucket).alias(MERGE_BUCKET), *[F.col(_quoted(n)) for n in schema.names],
+        rows = change.select(F.col(bucket).alias(MERGE_BUCKET),
+                             *[F.col(_quoted(n)).alias(merge_column(i)) for i, n in enumerate(schema.names)],
                              F.col(WEIGHT).alias(MERGE_WEIGHT))
         frame = clustered(rows.unionByName(listed, allowMissingColumns=True), F.col(MERGE_BUCKET))
-        spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}", wide=(), names=tuple(schema.names),
-                          partition_by=(bucket,), partition=(), options=tuple(options_for(path).items()))
+        spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}", wide=(),
+                          names=tuple(schema.names), partition_by=(bucket,), partition=(),
+                          options=tuple(options_for(path).items()))
         target = _Target(spec, frame)
         target.merge = merge = Merge(FileActions([target.done]), Future(), Future(), Future(), schema)
         self.targets.append(target)
@@ -263,8 +271,10 @@ class RunWriter:
         n = len(self.targets)
         frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{_quoted(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
                   for i, t in enumerate(self.targets) if t.merge is None]
-        frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE) for i, (df, _) in enumerate(self.counters) if df is not None]
-        frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE) for i, (df, _) in enumerate(self.notes) if df is not None]
+        frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE)
+                   for i, (df, _) in enumerate(self.counters) if df is not None]
+        frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE)
+                   for i, (df, _) in enumerate(self.notes) if df is not None]
         frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
         wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
         return wide.coalesce(self.parallelism)
