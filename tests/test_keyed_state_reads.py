@@ -34,7 +34,8 @@ DATES = st.sampled_from([None, dt.date(2024, 1, 1), dt.date(1969, 12, 31)])
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(sql=st.sampled_from(JOINS), changes=changelog_runs(rows={name: st.tuples(STRINGS, DATES, st.integers(0, 2)) for name in INPUTS}))
+@given(sql=st.sampled_from(JOINS),
+       changes=changelog_runs(rows={name: st.tuples(STRINGS, DATES, st.integers(0, 2)) for name in INPUTS}))
 def test_keyed_reads_of_bucketed_state_match_batch(spark, tmp_path_factory, sql, changes):
     with compacting_at(1, 1):  # every run folds level 0, so later runs read bucket files
         model = Scenario(spark, tmp_path_factory.mktemp("k"), sql, **INPUTS)

@@ -17,7 +17,7 @@ from functools import reduce
 from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
@@ -96,8 +96,7 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
         local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
     if wanted is not None:
-        every = wanted.select(F.collect_list(F.struct(*[col(k).alias(s) for k, s in keys])).alias(KEYS))
-        listing = listing.crossJoin(gathered(every))
+        listing = listing.crossJoin(gathered(wanted.select(_collected(keys))))
     return read_listed(listing, schema, options_for(files[0].uri))
 
 
@@ -111,9 +110,14 @@ def read_chosen(spark: SparkSession, files: Sequence[DataFile], schema: StructTy
         return empty_frame(spark, schema)
     if not keys:
         return read_listed(choose(spark, files, column=column, wanted=wanted), schema, options_for(files[0].uri))
-    per_value = wanted.groupBy(column).agg(F.collect_list(F.struct(*[col(k).alias(s) for k, s in keys])).alias(KEYS))
+    per_value = wanted.groupBy(column).agg(_collected(keys))
     return read_listed(listing(spark, files, column).join(per_value, column).select(URI, KEYS), schema,
                        options_for(files[0].uri))
+
+
+def _collected(keys: Sequence[tuple[str, str]]) -> Column:
+    """The wanted keys of an aggregated group as `KEYS`: a list of structs of the stored columns' names."""
+    return F.collect_list(F.struct(*[col(k).alias(s) for k, s in keys])).alias(KEYS)
 
 
 def choose(spark: SparkSession, files: Sequence[DataFile], *, column: str, wanted: DataFrame) -> DataFrame:

@@ -21,6 +21,7 @@ from ..one_partition import clustered
 from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import JoinPlan
+from ..types import q
 from ..zset import WEIGHT, col, consolidate, to_changelog
 from . import bucket_merge, change_data, delta_log, file_reads, filesystem, state
 from .tables import ModelTables
@@ -223,7 +224,7 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
         return rows.join(gaining, cond, "left_semi")
 
     types = {f.name: f.dataType.simpleString() for f in schema.fields}
-    plain = state.plain_key_columns(schema, [f"`{k.replace('`', '``')}`" for k in key], [types[k] for k in key])
+    plain = state.plain_key_columns(schema, [q(k) for k in key], [types[k] for k in key])
     stored = file_reads.read_files(spark, delta_log.data_files(path, version), schema,
                                    **({"wanted": gaining, "keys": list(zip(key, plain))} if plain else {}))
     rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
@@ -262,11 +263,7 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
               .unionByName(change)
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
     verify = _unheld(merged, writer, _not_held(plan))
-    replaced = FileActions(known=delta_log.remove_actions(level0))
-    if chosen is not None:
-        by_uri = {f.uri: f for f in bucketed}
-        replaced = replaced + FileActions([_then(writer.note(chosen, col(file_reads.URI)),
-                                                 lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))])
+    replaced = _removals(level0, bucketed, writer.note(chosen, col(file_reads.URI)) if chosen is not None else None)
     return _expand(merged.where(col(WEIGHT) > 0), names), replaced, verify
 
 
@@ -285,15 +282,24 @@ def _merge(spark: SparkSession, change: DataFrame, schema: StructType, row_bucke
     listed = file_reads.listing(spark, bucketed, BUCKET).join(retracted, BUCKET, "left_semi")
     merge = writer.merge(rows.join(retracted, BUCKET, "left_semi"), listed, path, bucket=BUCKET, schema=schema,
                          uri=file_reads.URI)
-    by_uri = {f.uri: f for f in bucketed}
-    replaced = FileActions(known=delta_log.remove_actions(level0)) + FileActions(
-        [_then(merge.replaced, lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))]) + merge.actions
+    replaced = _removals(level0, bucketed, merge.replaced) + merge.actions
 
     def verify() -> None:
         if merge.unheld.result():
             raise _unheld_error(_not_held(plan), merge.examples.result(), merge.unheld.result())
 
     return _expand(rows.join(retracted, BUCKET, "left_anti").where(col(WEIGHT) > 0), names), replaced, verify
+
+
+def _removals(level0: list[delta_log.DataFile], bucketed: list[delta_log.DataFile],
+              replaced: Future | None) -> FileActions:
+    """The removal of level 0's files, and of the bucket files whose URIs the write pass names in
+    `replaced` (None: it replaces none)."""
+    removals = FileActions(known=delta_log.remove_actions(level0))
+    if replaced is None:
+        return removals
+    by_uri = {f.uri: f for f in bucketed}
+    return removals + FileActions([_then(replaced, lambda uris: delta_log.remove_actions([by_uri[u] for u in uris]))])
 
 
 def _then(done: Future, make: Callable[[list[str]], list]) -> Future:

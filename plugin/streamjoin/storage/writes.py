@@ -27,11 +27,11 @@ from typing import Iterator, Mapping, Sequence
 import pyarrow as pa
 from deltalake.transaction import AddAction, RemoveAction
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from ..one_partition import clustered
-from ..zset import WEIGHT
+from ..types import q
+from ..zset import WEIGHT, col
 from .delta_log import arrow_schema
 from .filesystem import options_for
 
@@ -119,6 +119,7 @@ class _Target:
     rows: DataFrame
     done: Future = field(default_factory=Future)
     merge: "Merge | None" = None  # a merge's target: its rows go to `bucket_merge`, not to the wide frame
+    merge_slots: tuple[int, int, int] = (0, 0, 0)  # a merge's counter and its two notes: their list positions
 
 
 @dataclass
@@ -167,15 +168,15 @@ class RunWriter:
         """Stage the merge of a weighted change (`schema`'s columns, `bucket` and `zset.WEIGHT`) into the
         files of its buckets that `files` lists (`bucket`, and the file's URI in `uri`): each bucket's
         files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass."""
-        listed = files.select(F.col(bucket).alias(MERGE_BUCKET), F.col(uri).alias(MERGE_URI))
-        rows = change.select(F.col(bucket).alias(MERGE_BUCKET),
-                             *[F.col(_quoted(n)).alias(merge_column(i)) for i, n in enumerate(schema.names)],
-                             F.col(WEIGHT).alias(MERGE_WEIGHT))
-        frame = clustered(rows.unionByName(listed, allowMissingColumns=True), F.col(MERGE_BUCKET))
+        listed = files.select(col(bucket).alias(MERGE_BUCKET), col(uri).alias(MERGE_URI))
+        rows = change.select(col(bucket).alias(MERGE_BUCKET),
+                             *[col(n).alias(merge_column(i)) for i, n in enumerate(schema.names)],
+                             col(WEIGHT).alias(MERGE_WEIGHT))
+        frame = clustered(rows.unionByName(listed, allowMissingColumns=True), col(MERGE_BUCKET))
         spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}", wide=(),
                           names=tuple(schema.names), partition_by=(bucket,), partition=(),
                           options=tuple(options_for(path).items()))
-        target = _Target(spec, frame)
+        target = _Target(spec, frame, merge_slots=(len(self.counters), len(self.notes), len(self.notes) + 1))
         target.merge = merge = Merge(FileActions([target.done]), Future(), Future(), Future(), schema)
         self.targets.append(target)
         self.counters.append((None, merge.unheld))
@@ -254,13 +255,11 @@ class RunWriter:
 
     def _merge_spec(self, index: int) -> MergeSpec:
         """The executors' spec of the merge staged as target `index`: where its answers go."""
-        merge = self.targets[index].merge
-        assert merge is not None
-        counter = next(i for i, (_, done) in enumerate(self.counters) if done is merge.unheld)
-        note = {id(done): -2 - i for i, (_, done) in enumerate(self.notes)}
-        return MergeSpec(self.targets[index].spec, arrow_schema(merge.schema), files=index,
-                         unheld=len(self.targets) + counter, replaced=note[id(merge.replaced)],
-                         examples=note[id(merge.examples)])
+        target = self.targets[index]
+        assert target.merge is not None
+        counter, replaced, examples = target.merge_slots
+        return MergeSpec(target.spec, arrow_schema(target.merge.schema), files=index,
+                         unheld=len(self.targets) + counter, replaced=-2 - replaced, examples=-2 - examples)
 
     def _waiting(self) -> list[Future]:
         return [t.done for t in self.targets] + [d for _, d in self.counters] + [d for _, d in self.notes]
@@ -269,7 +268,7 @@ class RunWriter:
         """Every target's rows, every counter's values and every check in one frame of wide rows
         (each branch fills only its own columns; the union makes the others null)."""
         n = len(self.targets)
-        frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{_quoted(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
+        frames = [t.rows.selectExpr(f"{i} AS {TARGET}", *[f"{q(c)} AS {w}" for w, c in zip(t.spec.wide, t.spec.names)])
                   for i, t in enumerate(self.targets) if t.merge is None]
         frames += [df.selectExpr(f"{n + i} AS {TARGET}", VALUE)
                    for i, (df, _) in enumerate(self.counters) if df is not None]
@@ -278,10 +277,6 @@ class RunWriter:
         frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
         wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
         return wide.coalesce(self.parallelism)
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _writer(specs: tuple[TargetSpec, ...]):
