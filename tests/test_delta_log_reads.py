@@ -1,14 +1,19 @@
-"""How often a run reads a table's Delta log: once per table while it plans (`delta_log.latest_once`)."""
+"""How often a run reads a table's Delta log: once per table while it plans (`delta_log.latest_once`), once
+per version it pins (`delta_log.pinned_versions`), and how long a log gets between checkpoints."""
 from __future__ import annotations
+
+import os
+from collections import Counter
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
+from pyspark.sql.types import LongType, StructField, StructType
 
 from scenario import Scenario, insert
 
 from streamjoin.api import version_of_run
 from streamjoin.runtime import run as run_module
-from streamjoin.storage import delta_log
+from streamjoin.storage import change_data, delta_log
 
 
 def _loads(monkeypatch) -> list[str]:
@@ -73,3 +78,54 @@ def test_commits_are_read_newest_first_in_growing_chunks_so_a_run_is_found_witho
     assert version_of_run(path, 19) == 19 and limits == [4, 16]
     limits.clear()
     assert version_of_run(path, 1) == 2 and limits == [4, 16, 64], "a maintenance commit keeps the run before it"
+
+
+def _commit(path: str, run: int, **kwargs) -> None:
+    """Commit one bookkeeping file with one row, as run `run` of app `streamjoin:m`."""
+    adds = delta_log.write_small(pa.table({"x": pa.array([run], pa.int64())}), path, tag=f"r{run}")
+    delta_log.commit(path, adds, StructType([StructField("x", LongType())]), app_id="streamjoin:m", run_id=run,
+                     metadata={}, **kwargs)
+
+
+def test_inside_pinned_versions_a_version_is_opened_once_until_a_commit_moves_its_table(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    _commit(path, 0)
+    loads = _loads(monkeypatch)
+    with delta_log.pinned_versions():
+        latest = delta_log.table(path)
+        assert delta_log.table(path, 0) is latest  # opened at its latest version, which is version 0
+        assert [f.num_records for f in delta_log.data_files(path, 0)] == [1]
+        assert loads == [path]
+        _commit(path, 1, read_version=0)  # commits on the table opened at version 0
+        assert delta_log.table(path, 0).version() == 0 and delta_log.table(path, 1).version() == 1
+    assert delta_log.table(path, 0) is not delta_log.table(path, 0)  # outside the block, each call opens it
+
+
+def test_a_run_opens_each_table_at_most_twice_its_log_replayed_once_per_version(spark, tmp_path, monkeypatch):
+    m = Scenario(spark, tmp_path, "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k",
+                 l=[("k", "int"), ("v", "int")], r=[("k", "int"), ("w", "int")])
+    m.run(l=[insert(1, 10)], r=[insert(1, 100)])
+    loads = _loads(monkeypatch)
+    run = run_module.Run.execute
+    during: list[str] = []
+    monkeypatch.setattr(run_module.Run, "execute", lambda self: (loads.clear(), run(self), during.extend(loads))[1])
+    m.run(l=[insert(2, 20)], r=[insert(2, 200)])
+    assert m.report.status == "committed" and m.result == Counter({(1, 10, 100): 1, (2, 20, 200): 1})
+    opened = Counter(during)
+    assert set(opened) >= {m.tables.result, m.tables.changelog, m.tables.runs}
+    # its own tables: at planning and at commit (the latest version, which another run may have moved);
+    # the versions it pinned (its reads of state and result, the versions it commits on) reuse those
+    assert max(opened.values()) <= 2, opened
+
+
+def test_tables_streamjoin_makes_are_checkpointed_every_ten_versions(tmp_path):
+    for name, changes in (("plain", None), ("with_feed", [])):
+        path = str(tmp_path / name)
+        for run in range(11):
+            _commit(path, run, changes=changes)
+        table = DeltaTable(path)
+        assert table.version() == 10
+        assert table.metadata().configuration[change_data.CHECKPOINT_INTERVAL_PROPERTY] == str(delta_log.CHECKPOINT_INTERVAL)
+        checkpoints = [n for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n]
+        assert checkpoints, f"{name}: no checkpoint in 11 versions"
+        assert sorted(table.to_pyarrow_table()["x"].to_pylist()) == list(range(11))

@@ -283,7 +283,7 @@ class Run:
         return changes, {name: counts[name] for name in changes}, frozenset(insert_only)
 
     def execute(self) -> RunReport:
-        with lease.holding(self.tables, "run", exclusive_of=("maintain",)), delta_log.pinned_listings():
+        with lease.holding(self.tables, "run", exclusive_of=("maintain",)), delta_log.pinned_versions():
             return self._execute()
 
     def _execute(self) -> RunReport:

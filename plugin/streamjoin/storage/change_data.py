@@ -29,7 +29,8 @@ FOLDER = "_change_data"
 #: The column of a change data file that says what a row is, and its values per changelog row kind.
 CHANGE_TYPE = "_change_type"
 CHANGE_TYPES = {"+I": "insert", "-U": "update_preimage", "+U": "update_postimage", "-D": "delete"}
-_CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+#: The table property that sets how many versions apart Delta writers checkpoint the log.
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 
 
 class VersionTaken(Exception):
@@ -66,7 +67,7 @@ def commit(table: DeltaTable, path: str, actions: Sequence[AddAction | RemoveAct
     log_file = filesystem.join(path, "_delta_log", f"{version:020d}.json")
     if not filesystem.create_new(log_file, "\n".join(json.dumps(line) for line in lines).encode() + b"\n"):
         raise VersionTaken(f"{path}: version {version} was committed by another writer")
-    interval = int(meta.configuration.get(_CHECKPOINT_INTERVAL) or 100)
+    interval = int(meta.configuration.get(CHECKPOINT_INTERVAL_PROPERTY) or 100)
     if version % interval == 0:
         DeltaTable(table.table_uri, storage_options=filesystem.options_for(path) or None).create_checkpoint()
 
