@@ -101,7 +101,7 @@ def test_inside_pinned_versions_a_version_is_opened_once_until_a_commit_moves_it
     assert delta_log.table(path, 0) is not delta_log.table(path, 0)  # outside the block, each call opens it
 
 
-def test_a_run_opens_each_table_at_most_twice_its_log_replayed_once_per_version(spark, tmp_path, monkeypatch):
+def test_a_run_opens_its_inputs_once_and_its_own_tables_at_most_twice(spark, tmp_path, monkeypatch):
     m = Scenario(spark, tmp_path, "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k",
                  l=[("k", "int"), ("v", "int")], r=[("k", "int"), ("w", "int")])
     m.run(l=[insert(1, 10)], r=[insert(1, 100)])
@@ -112,10 +112,13 @@ def test_a_run_opens_each_table_at_most_twice_its_log_replayed_once_per_version(
     m.run(l=[insert(2, 20)], r=[insert(2, 200)])
     assert m.report.status == "committed" and m.result == Counter({(1, 10, 100): 1, (2, 20, 200): 1})
     opened = Counter(during)
-    assert set(opened) >= {m.tables.result, m.tables.changelog, m.tables.runs}
-    # its own tables: at planning and at commit (the latest version, which another run may have moved);
-    # the versions it pinned (its reads of state and result, the versions it commits on) reuse those
-    assert max(opened.values()) <= 2, opened
+    inputs = {spec.location for spec in m.plan.inputs.values()}
+    own = {m.tables.result, m.tables.changelog, m.tables.runs, *m.tables.state_tables()}
+    assert set(opened) == inputs | own, opened
+    # its own tables at planning and at commit (their latest versions: another run may have moved
+    # them), its inputs at planning; the versions it pinned (what it reads of inputs, state and
+    # result, the versions it commits on) are those same tables
+    assert all(opened[p] == 1 for p in inputs) and all(opened[p] <= 2 for p in own), opened
 
 
 def test_tables_streamjoin_makes_are_checkpointed_every_ten_versions(tmp_path):

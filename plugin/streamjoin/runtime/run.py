@@ -248,7 +248,7 @@ class Run:
         reads = {}
         for name, spec in self.plan.inputs.items():
             off = manifest["offsets"][name]
-            check_input_schema(spec, self.plan.model, has_state=off["start"] is not None)
+            check_input_schema(spec, self.plan.model, has_state=off["start"] is not None, version=off["end"])
             reads[name] = formats.read_changes(self.spark, spec, off["start"], off["end"])
         return reads
 

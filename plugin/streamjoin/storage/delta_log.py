@@ -253,7 +253,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
     """(version, kind, file, data_change) of the add/remove/cdc actions of versions (start, end], read from the JSON log.
 
     The removes of a retention commit (`python -m streamjoin maintain`) trim history: no data change."""
-    root = root_of(table(path))
+    root = root_of(table(path, end))
     for v in range(start_exclusive + 1, end + 1):
         try:
             text = filesystem.read_bytes(filesystem.join(root, "_delta_log", f"{v:020d}.json")).decode("utf-8")

@@ -8,15 +8,17 @@ from ..spec import InputSpec
 from . import delta_log, formats
 
 
-def check_input_schema(spec: InputSpec, model: str, *, has_state: bool | None = None) -> None:
-    """The input table must hold every column its format reads, with the declared type (added
-    columns are fine: they are carried along unread); a struct column must hold every declared field.
+def check_input_schema(spec: InputSpec, model: str, *, has_state: bool | None = None,
+                       version: int | None = None) -> None:
+    """The input table (at `version`, else its latest) must hold every column its format reads, with
+    the declared type (added columns are fine: they are carried along unread); a struct column must
+    hold every declared field.
 
     `has_state` says whether the model has read this input before: then the table changed under
     it, and its state must be rebuilt (`--full-refresh`); on a first run the declaration is wrong
     (or the table is); None when the caller cannot tell.
     """
-    actual = {f.name.lower(): f.type for f in delta_log.table_schema(spec.location)}
+    actual = {f.name.lower(): f.type for f in delta_log.table_schema(spec.location, version)}
     problems = []
     for f in delta_log.arrow_schema(formats.file_schema(spec)):
         have = actual.get(f.name.lower())
