@@ -268,3 +268,33 @@ def test_a_rebuilt_lookup_model_s_batch_view_gives_its_rows_the_times_of_the_reb
     write_deltalake(orders, pa.table({"id": [3], "cust": [10]}), mode="append")
     result, batch = run(inner)
     assert len(result) == 3 and batch == result
+
+
+@pytest.mark.parametrize("fmt", ["changelog", "append", "upsert", "cdf", "debezium"])
+def test_the_dimension_s_files_hand_spark_only_the_looked_up_keys_rows(spark, tmp_path, fmt):
+    """What a lookup asks of the dimension's files (`formats.read_changes` with wanted keys): the looked-up
+    keys' rows and those with a NULL key, filtered as the files are read; a Debezium input's keys are
+    inside its row images, so it is read whole."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjoin.storage import formats
+    from streamjoin.storage.file_reads import WantedKeys
+
+    keys = [*range(40), None]
+    rows: dict[str, Any] = {"id": pa.array(keys, pa.int32()), "name": [f"c{k}" for k in keys]}
+    declared: dict[str, Any] = {"columns": CUSTOMERS["columns"], "location": str(tmp_path / "dim"), "changelog_format": fmt}
+    if fmt == "changelog":
+        rows["_row_kind"] = ["+I"] * len(keys)
+    if fmt == "upsert":
+        declared["unique_key"] = ["id"]
+    if fmt == "debezium":
+        image = pa.StructArray.from_arrays([rows["id"], pa.array(rows["name"])], ["id", "name"])
+        rows = {"before": pa.nulls(len(keys), image.type), "after": image, "op": ["c"] * len(keys)}
+    write_deltalake(declared["location"], pa.table(rows),
+                    configuration={"delta.enableChangeDataFeed": "true"} if fmt == "cdf" else None)
+    spec = InputSpec.from_dict("customers", declared)
+    wanted = spark.createDataFrame([(3,), (7,), (99,)], "k bigint")
+    read = formats.read_changes(spark, spec, None, 0, WantedKeys(wanted, (("k", "id"),))).rows
+    found = sorted((r["id"] for r in read.collect()), key=repr)
+    assert found == (sorted(keys, key=repr) if fmt == "debezium" else [3, 7, None])

@@ -9,8 +9,8 @@ probe row no dimension row matches is null-padded.
 
 The operator keeps no state: each run reads the dimension at its pinned version, and consolidates
 only the rows of the keys its probe rows look up (where the ON condition compares them with a
-column of the dimension as declared). The probe side
-must only insert (a retraction would have to retract a row joined against an older dimension);
+column of the dimension as declared); where Arrow compares those columns as Spark does, the tasks
+reading the dimension's files hand Spark only those keys' rows. The probe side must only insert (a retraction would have to retract a row joined against an older dimension);
 a retraction reaching the join fails the run in its write pass.
 """
 from __future__ import annotations
@@ -24,6 +24,8 @@ from pyspark.sql import functions as F
 from ..row_errors import fail_when, user_struct
 from ..sql.plan import EquiKey, Join, Scan
 from ..storage import formats
+from ..storage.file_reads import WantedKeys
+from ..storage.state import plain_key_columns
 from ..types import JoinType, q
 from ..zset import WEIGHT, col, consolidate
 from .conditions import on_condition
@@ -38,8 +40,8 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     spec = x.plan.inputs[dim.input]
     probes = x.delta(node.left)
     reject_retractions(x, node, probes)
-    dimension = x.persist(x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name],
-                                                       touched_keys(node, dim, probes))))
+    keep, keyed = touched_keys(x, node, dim, probes)
+    dimension = x.persist(x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name], keep, keyed)))
     joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
         dimension.withColumnRenamed(WEIGHT, "_wd"), on_condition(node),
         "left_outer" if node.join_type is JoinType.LEFT else "inner")
@@ -62,12 +64,15 @@ def dimension_keys(node: Join, dim: Scan) -> list[tuple[EquiKey, str]]:
     return [(k, own[k.right]) for k in node.keys if k.right in own]
 
 
-def touched_keys(node: Join, dim: Scan, probes: DataFrame) -> Callable[[DataFrame], DataFrame] | None:
+def touched_keys(x: "Executor", node: Join, dim: Scan, probes: DataFrame
+                 ) -> tuple[Callable[[DataFrame], DataFrame] | None, WantedKeys | None]:
     """What keeps the dimension's changelog rows whose `dimension_keys` a probe row of this run
-    holds, so the snapshot consolidates those keys' rows only (None: no such key, every row counts)."""
+    holds, so the snapshot consolidates those keys' rows only (None: no such key, every row counts);
+    and, where the dimension stores those keys as columns Arrow compares as Spark compares the
+    keys, those keys for the tasks reading its files, which then hand Spark mostly their rows."""
     keys = dimension_keys(node, dim)
     if not keys:
-        return None
+        return None, None
     wanted = probes.select(*[F.expr(k.left).alias(f"_key{i}") for i, (k, _) in enumerate(keys)]).distinct()
 
     def keep(rows: DataFrame) -> DataFrame:
@@ -75,7 +80,13 @@ def touched_keys(node: Join, dim: Scan, probes: DataFrame) -> Callable[[DataFram
                  for i, (k, name) in enumerate(keys)]
         return rows.join(wanted, reduce(lambda a, b: a & b, equal), "left_semi")
 
-    return keep
+    stored = formats.data_schema(x.plan.inputs[dim.input])
+    names = [f"_key{i}" for i in range(len(keys))]
+    types = x.common_key_types([x.schema(node.left), stored], [[k.left for k, _ in keys], [q(n) for _, n in keys]])
+    plain = plain_key_columns(stored, [q(n) for _, n in keys], types)
+    if not plain or not plain_key_columns(wanted.schema, names, types):  # both sides compare in Arrow as in Spark
+        return keep, None
+    return keep, WantedKeys(wanted, tuple(zip(names, plain)))
 
 
 def reject_retractions(x: "Executor", node: Join, probes: DataFrame) -> None:

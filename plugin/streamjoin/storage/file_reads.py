@@ -13,6 +13,7 @@ whole files.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from typing import Iterator, Mapping, Sequence
 
@@ -29,6 +30,17 @@ from .filesystem import is_local, options_for
 
 URI = "_uri"
 KEYS = "_keys"
+
+
+@dataclass(frozen=True)
+class WantedKeys:
+    """The keys a read wants: `wanted`'s rows, each key part a column of `wanted` paired with the
+    stored column holding the same values (`keys`; the stored values compare in Arrow as Spark
+    compares them, `state.plain_key_columns`)."""
+
+    wanted: DataFrame
+    keys: tuple[tuple[str, str], ...]
+
 #: With `positions`: a row's file (its position in the files read) and its position in that file.
 FILE_POSITION = "__file_position"
 ROW_POSITION = "__row_position"
@@ -36,13 +48,17 @@ ROW_POSITION = "__row_position"
 COMMIT_VERSION = "__commit_version"
 
 
-def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False) -> DataFrame:
+def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False,
+         keyed: WantedKeys | None = None) -> DataFrame:
     """Read data files under a known schema (no inference, no partition discovery): with Spark's
     Parquet scan where they are local, else with `read_files` (Spark has no connector of its own for
     object stores here: no Hadoop cloud connector can be installed).
 
     Columns of `schema` that are partition columns of the files get each file's partition value;
-    with `positions`, each row gets `FILE_POSITION` and `ROW_POSITION` too."""
+    with `positions`, each row gets `FILE_POSITION` and `ROW_POSITION` too. With `keyed` (its stored
+    key columns stored in the files), the files are read by `read_files`, whose tasks hand Spark
+    only the rows of the wanted keys (and those with a NULL key part): the caller still keeps
+    exactly the rows it wants."""
     if positions:
         schema = with_positions(schema)
     if not files:
@@ -54,11 +70,14 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
     groups: dict[tuple, list[DataFile]] = {}
     for d in files:
         groups.setdefault(tuple(d.partition.get(f.name) for f in partitioned), []).append(d)
+    if keyed is not None and not all(stored in in_files.names for _, stored in keyed.keys):
+        keyed = None
     frames = []
     for values, group in groups.items():
         by_name = {f.name: v for f, v in zip(partitioned, values)}
-        rows = _scan(spark, files, group, in_files, positions) if all(is_local(d.uri) for d in group) \
-            else read_files(spark, group, in_files, ordinals=[ordinal[d.uri] for d in group] if positions else None)
+        rows = _scan(spark, files, group, in_files, positions) if keyed is None and all(is_local(d.uri) for d in group) \
+            else read_files(spark, group, in_files, ordinals=[ordinal[d.uri] for d in group] if positions else None,
+                            wanted=None if keyed is None else keyed.wanted, keys=() if keyed is None else keyed.keys)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
                                     else F.col(f.name) for f in schema.fields]) if names else rows)
     return reduce(DataFrame.unionByName, frames)

@@ -80,17 +80,21 @@ class Changes:
     bytes: int = 0  # the size of the files read (0 when not known)
 
 
-def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int) -> Changes:
-    """The input's changes of versions (start, end] (all of version `end` when start is None)."""
+def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int,
+                 keyed: file_reads.WantedKeys | None = None) -> Changes:
+    """The input's changes of versions (start, end] (all of version `end` when start is None). With
+    `keyed` (stored columns named as the input declares them), the tasks reading the files hand Spark
+    mostly the wanted keys' rows (`file_reads.read`); the caller keeps exactly the ones it wants.
+    A Debezium input's keys are inside its row images: it is read whole."""
     fmt, path, name = spec.changelog_format, spec.location, spec.name
     if fmt == "cdf":
         feed = delta_log.change_feed(spec.location, start, end, what=spec.name)
-        return Changes(_cdf(spark, spec, feed), bytes=sum(f.size for _, f in feed))
+        return Changes(_cdf(spark, spec, feed, keyed), bytes=sum(f.size for _, f in feed))
     if fmt == "upsert":
         files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
-        return Changes(_upserts(spark, spec, files), bytes=sum(f.size for f in files))
+        return Changes(_upserts(spark, spec, files, keyed), bytes=sum(f.size for f in files))
     files = delta_log.added_between(path, start, end, what=name)
-    rows = file_reads.read(spark, files, file_schema(spec))
+    rows = file_reads.read(spark, files, file_schema(spec), keyed=None if fmt == "debezium" else keyed)
     if fmt == "append":
         return Changes(rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value)), _count(files), True,
                        sum(f.size for f in files))
@@ -114,18 +118,20 @@ def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
                                       == f.stat("maxValues", op_column) == RowKind.INSERT.value) for f in files)
 
 
-def _cdf(spark: SparkSession, spec: InputSpec, feed: Sequence[tuple[str | None, DataFile]]) -> DataFrame:
+def _cdf(spark: SparkSession, spec: InputSpec, feed: Sequence[tuple[str | None, DataFile]],
+         keyed: file_reads.WantedKeys | None) -> DataFrame:
     data = data_schema(spec)
     frames = []
     cdc = [f for change, f in feed if change is None]
     if cdc:
-        rows = file_reads.read(spark, cdc, _feed_schema(spec))
+        rows = file_reads.read(spark, cdc, _feed_schema(spec), keyed=keyed)
         kind = F.create_map(*[x for k, v in CDF_KINDS.items() for x in (F.lit(k), F.lit(v.value))])[col(CHANGE_TYPE)]
         frames.append(rows.select(*[col(c) for c in data.names], kind.alias(spec.op_column)))
     for change in ("insert", "delete"):
         files = [f for c, f in feed if c == change]
         if files:
-            frames.append(file_reads.read(spark, files, data).withColumn(spec.op_column, F.lit(CDF_KINDS[change].value)))
+            frames.append(file_reads.read(spark, files, data, keyed=keyed)
+                          .withColumn(spec.op_column, F.lit(CDF_KINDS[change].value)))
     if not frames:
         return empty_frame(spark, changelog_schema(spec))
     return reduce(DataFrame.unionByName, frames)
@@ -161,9 +167,10 @@ def bad_rows_message(spec: InputSpec) -> str:
     return f"row(s) with a row kind that is not one of +I, -U, +U, -D in column '{spec.op_column}'" + recover
 
 
-def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) -> DataFrame:
+def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile],
+             keyed: file_reads.WantedKeys | None) -> DataFrame:
     """Upsert rows with their row kind (+U, or -D when deleted) and their `ORDER` in the log."""
-    rows = file_reads.read(spark, files, file_schema(spec), positions=True)
+    rows = file_reads.read(spark, files, file_schema(spec), positions=True, keyed=keyed)
     order = F.struct(col(FILE_POSITION).alias("_ordinal"), col(ROW_POSITION).alias("_row"))
     deleted = F.coalesce(col(spec.delete_column), F.lit(False)) if spec.delete_column else F.lit(False)
     kind = F.when(deleted, F.lit(RowKind.DELETE.value)).otherwise(F.lit(RowKind.UPDATE_AFTER.value))
@@ -171,11 +178,13 @@ def _upserts(spark: SparkSession, spec: InputSpec, files: Sequence[DataFile]) ->
 
 
 def snapshot(spark: SparkSession, spec: InputSpec, version: int,
-             keep: Callable[[DataFrame], DataFrame] | None = None) -> DataFrame:
+             keep: Callable[[DataFrame], DataFrame] | None = None,
+             keyed: file_reads.WantedKeys | None = None) -> DataFrame:
     """The input's rows at `version`, as weighted rows of its declared columns: its changelog
     consolidated (upsert: each key's newest row unless deleted), as `snapshot_sql` reads it.
-    `keep` filters the changelog rows first; it must keep every row of a key or none of them."""
-    rows = read_changes(spark, spec, None, version).rows
+    `keep` filters the changelog rows first; it must keep every row of a key or none of them, and
+    `keyed` (`read_changes`) may say which keys it keeps, so that the files' reads drop the others."""
+    rows = read_changes(spark, spec, None, version, keyed).rows
     if keep is not None:
         rows = keep(rows)
     names = spec.column_names
