@@ -21,6 +21,14 @@ def test_an_insert_only_binary_run_takes_one_spark_job(spark, tmp_path, monkeypa
     assert m.result == {(1, 10, 100): 1, (2, 20, 200): 1, (3, 30, 300): 1, (1, 10, 101): 1, (2, 21, 200): 1}
 
 
+def test_a_first_run_with_an_input_that_has_no_changes_yet_takes_one_spark_job(spark, tmp_path):
+    """An empty input's file says nothing of its row kinds, and needs not: no job counts them."""
+    m = Scenario(spark, tmp_path, SQL.format(join="LEFT JOIN"), **INPUTS)
+    m.run(l=[insert(1, 10)])
+    assert m.report.metrics["spark_jobs"] == 1, m.report.metrics
+    assert m.result == {(1, 10, None): 1}
+
+
 def test_a_left_join_run_with_retractions_takes_one_spark_job(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(state, "LEVEL0_FILES", 1)
     m = Scenario(spark, tmp_path, SQL.format(join="LEFT JOIN"), **INPUTS)

@@ -111,8 +111,9 @@ def _count(files: Sequence[DataFile]) -> int | None:
 
 
 def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:
-    """Whether every row kind in the files is +I (no NULL among them), if their statistics say."""
-    if any(f.stats is None or f.stat("nullCount", op_column) is None for f in files):
+    """Whether every row kind in the files is +I (no NULL among them), if their statistics say (an
+    empty file's say nothing of its columns, and need not)."""
+    if any(f.stats is None or (f.num_records and f.stat("nullCount", op_column) is None) for f in files):
         return None
     return all(f.num_records == 0 or (f.stat("nullCount", op_column) == 0 and f.stat("minValues", op_column)
                                       == f.stat("maxValues", op_column) == RowKind.INSERT.value) for f in files)
