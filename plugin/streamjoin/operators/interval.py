@@ -55,6 +55,7 @@ from ..row_errors import retraction_examples
 from ..sql.plan import Join, JoinPlan, Scan, TimeBound
 from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
+from ..storage.time_range import TimeRange
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
@@ -227,15 +228,32 @@ class IntervalJoin:
         return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, micros(col(self.time_column[s])))
 
     def statistics(self, changes: dict[Side, DataFrame]) -> dict[Side, Any]:
-        """Per side, in one Spark job: largest event time, time range of the joining rows, retractions."""
-        parts = []
+        """Per side: largest event time, time range of the joining rows, retractions. From the side's
+        files where their footers and statistics tell them (`Executor.stored_time_range`; the range
+        then covers rows the scan's filters drop too, so a run may read a little more state), else
+        in one Spark job."""
+        known, parts = {}, []
         for s in Side:
+            stored = self.stored_time_range(s)
+            if stored is not None:
+                known[s] = {"max_time": stored.hi, "lo": stored.lo, "hi": stored.hi, "retractions": 0}
+                continue
             t = col(self.names[s].time)
             parts.append(changes[s].agg(
                 F.lit(s.value).alias("side"), F.max(t).alias("max_time"),
                 F.min(F.when(col("_passes"), t)).alias("lo"), F.max(F.when(col("_passes"), t)).alias("hi"),
                 F.count_if(col("_passes") & (col("_kind") != RowKind.INSERT.value)).alias("retractions")))
-        return {Side(r["side"]): r for r in reduce(DataFrame.unionByName, parts).collect()}
+        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
+        return {**known, **{Side(r["side"]): r.asDict() for r in counted}}
+
+    def stored_time_range(self, s: Side) -> TimeRange | None:
+        """The range of side `s`'s event times this run from its files, when its input only inserted
+        and the scan reads the event time as stored."""
+        scan, x = self.scans[s], self.executor
+        column = x.stored_column(scan, self.time_column[s])
+        if column is None or scan.input not in x.insert_only:
+            return None
+        return x.stored_time_range(scan.input, column)
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
         examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)

@@ -97,13 +97,23 @@ class TemporalJoin:
                               col(spec.op_column).alias("_kind"), col(POS))
 
     def statistics(self, probes: DataFrame, versions: DataFrame) -> dict[str, dict]:
-        """In one Spark job: each input's largest event time this run, and the probe's retractions."""
-        not_insert = col("_kind") != RowKind.INSERT.value
-        parts = [probes.agg(F.lit(PROBE).alias("s"), F.max(micros(col(self.spec.probe_time))).alias("max_time"),
-                            F.count_if(not_insert).alias("retractions")),
-                 versions.agg(F.lit(VERSIONS).alias("s"), F.max(micros(col(self.spec.version_time))).alias("max_time"),
-                              F.lit(0).cast("long").alias("retractions"))]
-        return {r["s"]: r.asDict() for r in reduce(DataFrame.unionByName, parts).collect()}
+        """Each input's largest event time this run, and the probe's retractions: from its files'
+        footers and statistics where they tell them (`Executor.stored_time_range`), else in one Spark job."""
+        known, parts = {}, []
+        for s, rows, time in ((PROBE, probes, self.spec.probe_time), (VERSIONS, versions, self.spec.version_time)):
+            scan = self.scans[s]
+            column = self.x.stored_column(scan, time)
+            counts = s == PROBE  # the probe side must only insert; versions may change any way
+            stored = None if column is None or (counts and scan.input not in self.x.insert_only) else \
+                self.x.stored_time_range(scan.input, column)
+            if stored is not None:
+                known[s] = {"max_time": stored.hi, "retractions": 0}
+                continue
+            retractions = F.count_if(col("_kind") != RowKind.INSERT.value) if counts else F.lit(0).cast("long")
+            parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time"),
+                                  retractions.alias("retractions")))
+        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
+        return {**known, **{r["s"]: {"max_time": r["max_time"], "retractions": r["retractions"]} for r in counted}}
 
     def reject_retractions(self, probes: DataFrame, n: int) -> None:
         examples = retraction_examples(probes, self.probe.columns)

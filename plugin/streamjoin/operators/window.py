@@ -63,15 +63,21 @@ class WindowJoin:
             for s in Side}
 
     def statistics(self) -> dict[Side, dict]:
-        """In one Spark job: each input's largest event time this run, and its changes that are not
-        insertions (a window join reads append-only inputs)."""
-        parts = []
+        """Each input's largest event time this run, and its changes that are not insertions (a window
+        join reads append-only inputs): from its files' footers and statistics where they tell it
+        (`Executor.stored_time_range`), else in one Spark job."""
+        known, parts = {}, []
         for s in Side:
             spec = self.inputs[s]
+            stored = self.x.stored_time_range(spec.name, spec.event_time) if spec.name in self.x.insert_only else None
+            if stored is not None:
+                known[s] = {"max_time": stored.hi, "retractions": 0}
+                continue
             raw = self.x.changes[spec.name]
             parts.append(raw.agg(F.lit(s.value).alias("s"), F.max(micros(col(spec.event_time))).alias("max_time"),
                                  F.count_if(col(spec.op_column) != RowKind.INSERT.value).alias("retractions")))
-        return {Side(r["s"]): r.asDict() for r in reduce(DataFrame.unionByName, parts).collect()}
+        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
+        return {**known, **{Side(r["s"]): {"max_time": r["max_time"], "retractions": r["retractions"]} for r in counted}}
 
     def reject_retractions(self, s: Side, n: int) -> None:
         spec = self.inputs[s]

@@ -23,7 +23,9 @@ from ..operators.window import run_window_join
 from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable, plain_key_columns
+from ..storage.delta_log import DataFile
 from ..storage.tables import ModelTables
+from ..storage.time_range import TimeRange, time_range
 from ..storage.writes import RunWriter, StagedWrite
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
@@ -56,6 +58,25 @@ class Executor:
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
     #: figures to fill in once the run's write pass has run (they read its counters)
     counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
+    #: per input: the files whose rows are this run's changes, column for column (None: not so stored)
+    input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
+
+    def stored_time_range(self, name: str, column: str) -> TimeRange | None:
+        """The range of input `name`'s declared timestamp `column` over this run's changes, from its
+        files' footers (`storage.time_range`); None when they cannot tell it."""
+        files = self.input_files.get(name)
+        spec = self.plan.inputs[name]
+        if files is None or column.lower() not in {c.lower() for c in spec.column_names} or \
+                spec.column_type(column).lower() != "timestamp":
+            return None
+        return time_range(files, column)
+
+    def stored_column(self, scan: Scan, column: str) -> str | None:
+        """The input column that a column of `scan` (its internal name, bare or quoted) holds as read."""
+        for (name, internal), source in zip(scan.columns, scan.column_sources):
+            if column in (internal, q(internal)) and source == q(name):
+                return name
+        return None
 
     def schema(self, node: Node) -> StructType:
         if isinstance(node, Scan):

@@ -317,7 +317,8 @@ class Run:
                 with phases("join"):
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000),
-                                        {name: o["end"] for name, o in offsets.items()})
+                                        {name: o["end"] for name, o in offsets.items()},
+                                        input_files={name: read.files for name, read in reads.items()})
                     output, replaced = executor.output(), None
                     if reproject:
                         output, replaced = reprojection.output_change(executor, output,

@@ -78,6 +78,7 @@ class Changes:
     count: int | None = None  # how many changes, when the files' statistics say
     insert_only: bool | None = None  # whether every change is an insertion, when the statistics say
     bytes: int = 0  # the size of the files read (0 when not known)
+    files: tuple[DataFile, ...] | None = None  # the files whose rows are the changes, column for column
 
 
 def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: int,
@@ -89,18 +90,18 @@ def read_changes(spark: SparkSession, spec: InputSpec, start: int | None, end: i
     fmt, path, name = spec.changelog_format, spec.location, spec.name
     if fmt == "cdf":
         feed = delta_log.change_feed(spec.location, start, end, what=spec.name)
-        return Changes(_cdf(spark, spec, feed, keyed), bytes=sum(f.size for _, f in feed))
+        return Changes(_cdf(spark, spec, feed, keyed), bytes=sum(f.size for _, f in feed), files=tuple(f for _, f in feed))
     if fmt == "upsert":
         files = delta_log.added_between(path, -1 if start is None else start, end, what=name)
-        return Changes(_upserts(spark, spec, files, keyed), bytes=sum(f.size for f in files))
+        return Changes(_upserts(spark, spec, files, keyed), bytes=sum(f.size for f in files), files=tuple(files))
     files = delta_log.added_between(path, start, end, what=name)
     rows = file_reads.read(spark, files, file_schema(spec), keyed=None if fmt == "debezium" else keyed)
     if fmt == "append":
         return Changes(rows.withColumn(spec.op_column, F.lit(RowKind.INSERT.value)), _count(files), True,
-                       sum(f.size for f in files))
-    if fmt == "debezium":
+                       sum(f.size for f in files), tuple(files))
+    if fmt == "debezium":  # its columns are inside its row images
         return Changes(_debezium(rows, spec), bytes=sum(f.size for f in files))
-    return Changes(rows, _count(files), _only_inserts(files, spec.op_column), sum(f.size for f in files))
+    return Changes(rows, _count(files), _only_inserts(files, spec.op_column), sum(f.size for f in files), tuple(files))
 
 
 def _count(files: Sequence[DataFile]) -> int | None:
