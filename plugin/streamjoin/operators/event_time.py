@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import reduce
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..storage import delta_log
@@ -17,6 +18,12 @@ US = timedelta(microseconds=1)
 def micros(c: Column) -> Column:
     """An event time as microseconds since the epoch (UTC)."""
     return F.unix_micros(c.cast("timestamp"))
+
+
+def computed(parts: list[DataFrame]) -> list[Row]:
+    """The rows of the statistics a run still has to compute, in one Spark job; none, and no job, when
+    the files' footers and statistics told them all (`Executor.stored_time_range`)."""
+    return reduce(DataFrame.unionByName, parts).collect() if parts else []
 
 
 def as_text(us: int | None) -> str | None:

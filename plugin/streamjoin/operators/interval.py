@@ -55,11 +55,10 @@ from ..row_errors import retraction_examples
 from ..sql.plan import Join, JoinPlan, Scan, TimeBound
 from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
-from ..storage.time_range import TimeRange
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
-from .event_time import US, as_text, micros
+from .event_time import US, as_text, computed, micros
 from .regular import JoinSide
 
 if TYPE_CHECKING:
@@ -234,7 +233,7 @@ class IntervalJoin:
         in one Spark job."""
         known, parts = {}, []
         for s in Side:
-            stored = self.stored_time_range(s)
+            stored = self.executor.scan_time_range(self.scans[s], self.time_column[s], append_only=True)
             if stored is not None:
                 known[s] = {"max_time": stored.hi, "lo": stored.lo, "hi": stored.hi, "retractions": 0}
                 continue
@@ -243,17 +242,7 @@ class IntervalJoin:
                 F.lit(s.value).alias("side"), F.max(t).alias("max_time"),
                 F.min(F.when(col("_passes"), t)).alias("lo"), F.max(F.when(col("_passes"), t)).alias("hi"),
                 F.count_if(col("_passes") & (col("_kind") != RowKind.INSERT.value)).alias("retractions")))
-        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
-        return {**known, **{Side(r["side"]): r.asDict() for r in counted}}
-
-    def stored_time_range(self, s: Side) -> TimeRange | None:
-        """The range of side `s`'s event times this run from its files, when its input only inserted
-        and the scan reads the event time as stored."""
-        scan, x = self.scans[s], self.executor
-        column = x.stored_column(scan, self.time_column[s])
-        if column is None or scan.input not in x.insert_only:
-            return None
-        return x.stored_time_range(scan.input, column)
+        return {**known, **{Side(r["side"]): r.asDict() for r in computed(parts)}}
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
         examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)

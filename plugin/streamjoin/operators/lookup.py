@@ -10,8 +10,9 @@ probe row no dimension row matches is null-padded.
 The operator keeps no state: each run reads the dimension at its pinned version, and consolidates
 only the rows of the keys its probe rows look up (where the ON condition compares them with a
 column of the dimension as declared); where Arrow compares those columns as Spark does, the tasks
-reading the dimension's files hand Spark only those keys' rows. The probe side must only insert (a retraction would have to retract a row joined against an older dimension);
-a retraction reaching the join fails the run in its write pass.
+reading the dimension's files hand Spark only those keys' rows. The probe side must only insert (a
+retraction would have to retract a row joined against an older dimension); a retraction reaching
+the join fails the run in its write pass.
 """
 from __future__ import annotations
 
@@ -73,15 +74,15 @@ def touched_keys(x: "Executor", node: Join, dim: Scan, probes: DataFrame
     keys = dimension_keys(node, dim)
     if not keys:
         return None, None
-    wanted = probes.select(*[F.expr(k.left).alias(f"_key{i}") for i, (k, _) in enumerate(keys)]).distinct()
+    names = [f"_key{i}" for i in range(len(keys))]
+    wanted = probes.select(*[F.expr(k.left).alias(n) for (k, _), n in zip(keys, names)]).distinct()
 
     def keep(rows: DataFrame) -> DataFrame:
-        equal = [rows[name].eqNullSafe(wanted[f"_key{i}"]) if k.null_safe else rows[name] == wanted[f"_key{i}"]
-                 for i, (k, name) in enumerate(keys)]
+        equal = [rows[column].eqNullSafe(wanted[n]) if k.null_safe else rows[column] == wanted[n]
+                 for (k, column), n in zip(keys, names)]
         return rows.join(wanted, reduce(lambda a, b: a & b, equal), "left_semi")
 
     stored = formats.data_schema(x.plan.inputs[dim.input])
-    names = [f"_key{i}" for i in range(len(keys))]
     types = x.common_key_types([x.schema(node.left), stored], [[k.left for k, _ in keys], [q(n) for _, n in keys]])
     plain = plain_key_columns(stored, [q(n) for _, n in keys], types)
     if not plain or not plain_key_columns(wanted.schema, names, types):  # both sides compare in Arrow as in Spark

@@ -46,7 +46,7 @@ from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
-from .event_time import US, Clock, as_text, micros
+from .event_time import US, Clock, as_text, computed, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -101,19 +101,15 @@ class TemporalJoin:
         footers and statistics where they tell them (`Executor.stored_time_range`), else in one Spark job."""
         known, parts = {}, []
         for s, rows, time in ((PROBE, probes, self.spec.probe_time), (VERSIONS, versions, self.spec.version_time)):
-            scan = self.scans[s]
-            column = self.x.stored_column(scan, time)
             counts = s == PROBE  # the probe side must only insert; versions may change any way
-            stored = None if column is None or (counts and scan.input not in self.x.insert_only) else \
-                self.x.stored_time_range(scan.input, column)
+            stored = self.x.scan_time_range(self.scans[s], time, append_only=counts)
             if stored is not None:
                 known[s] = {"max_time": stored.hi, "retractions": 0}
                 continue
             retractions = F.count_if(col("_kind") != RowKind.INSERT.value) if counts else F.lit(0).cast("long")
             parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time"),
                                   retractions.alias("retractions")))
-        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
-        return {**known, **{r["s"]: {"max_time": r["max_time"], "retractions": r["retractions"]} for r in counted}}
+        return {**known, **{r["s"]: {"max_time": r["max_time"], "retractions": r["retractions"]} for r in computed(parts)}}
 
     def reject_retractions(self, probes: DataFrame, n: int) -> None:
         examples = retraction_examples(probes, self.probe.columns)

@@ -21,7 +21,6 @@ clock travels in the commit metadata of both tables.
 """
 from __future__ import annotations
 
-from functools import reduce
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -35,7 +34,7 @@ from ..storage.appended import AppendedTable
 from ..types import JoinType, RowKind, Side
 from ..zset import WEIGHT, col, consolidate
 from .conditions import on_condition
-from .event_time import US, Clock, as_text, micros
+from .event_time import US, Clock, as_text, computed, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -69,15 +68,15 @@ class WindowJoin:
         known, parts = {}, []
         for s in Side:
             spec = self.inputs[s]
-            stored = self.x.stored_time_range(spec.name, spec.event_time) if spec.name in self.x.insert_only else None
+            stored = self.x.stored_time_range(spec.name, spec.event_time, append_only=True)
             if stored is not None:
                 known[s] = {"max_time": stored.hi, "retractions": 0}
                 continue
             raw = self.x.changes[spec.name]
             parts.append(raw.agg(F.lit(s.value).alias("s"), F.max(micros(col(spec.event_time))).alias("max_time"),
                                  F.count_if(col(spec.op_column) != RowKind.INSERT.value).alias("retractions")))
-        counted = reduce(DataFrame.unionByName, parts).collect() if parts else []
-        return {**known, **{Side(r["s"]): {"max_time": r["max_time"], "retractions": r["retractions"]} for r in counted}}
+        return {**known, **{Side(r["s"]): {"max_time": r["max_time"], "retractions": r["retractions"]}
+                            for r in computed(parts)}}
 
     def reject_retractions(self, s: Side, n: int) -> None:
         spec = self.inputs[s]

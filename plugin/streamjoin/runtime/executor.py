@@ -21,9 +21,9 @@ from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
 from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from ..storage.delta_log import DataFile
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable, plain_key_columns
-from ..storage.delta_log import DataFile
 from ..storage.tables import ModelTables
 from ..storage.time_range import TimeRange, time_range
 from ..storage.writes import RunWriter, StagedWrite
@@ -61,21 +61,24 @@ class Executor:
     #: per input: the files whose rows are this run's changes, column for column (None: not so stored)
     input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
 
-    def stored_time_range(self, name: str, column: str) -> TimeRange | None:
+    def stored_time_range(self, name: str, column: str, *, append_only: bool) -> TimeRange | None:
         """The range of input `name`'s declared timestamp `column` over this run's changes, from its
-        files' footers (`storage.time_range`); None when they cannot tell it."""
+        files' footers (`storage.time_range`); None when they cannot tell it, or when `append_only`
+        and the input's statistics do not say that it only inserted this run."""
         files = self.input_files.get(name)
         spec = self.plan.inputs[name]
-        if files is None or column.lower() not in {c.lower() for c in spec.column_names} or \
+        if files is None or (append_only and name not in self.insert_only) or \
+                column.lower() not in {c.lower() for c in spec.column_names} or \
                 spec.column_type(column).lower() != "timestamp":
             return None
         return time_range(files, column)
 
-    def stored_column(self, scan: Scan, column: str) -> str | None:
-        """The input column that a column of `scan` (its internal name, bare or quoted) holds as read."""
+    def scan_time_range(self, scan: Scan, column: str, *, append_only: bool) -> TimeRange | None:
+        """`stored_time_range` of the input column that a column of `scan` (its internal name, bare or
+        quoted) holds as read; None when the scan computes that column."""
         for (name, internal), source in zip(scan.columns, scan.column_sources):
             if column in (internal, q(internal)) and source == q(name):
-                return name
+                return self.stored_time_range(scan.input, name, append_only=append_only)
         return None
 
     def schema(self, node: Node) -> StructType:

@@ -30,6 +30,11 @@ from .filesystem import is_local, options_for
 
 URI = "_uri"
 KEYS = "_keys"
+#: With `positions`: a row's file (its position in the files read) and its position in that file.
+FILE_POSITION = "__file_position"
+ROW_POSITION = "__row_position"
+#: A row's commit: the version of the Delta log that added its file (a history's rows, `version_source`).
+COMMIT_VERSION = "__commit_version"
 
 
 @dataclass(frozen=True)
@@ -40,12 +45,6 @@ class WantedKeys:
 
     wanted: DataFrame
     keys: tuple[tuple[str, str], ...]
-
-#: With `positions`: a row's file (its position in the files read) and its position in that file.
-FILE_POSITION = "__file_position"
-ROW_POSITION = "__row_position"
-#: A row's commit: the version of the Delta log that added its file (a history's rows, `version_source`).
-COMMIT_VERSION = "__commit_version"
 
 
 def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False,
@@ -77,7 +76,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
         by_name = {f.name: v for f, v in zip(partitioned, values)}
         rows = _scan(spark, files, group, in_files, positions) if keyed is None and all(is_local(d.uri) for d in group) \
             else read_files(spark, group, in_files, ordinals=[ordinal[d.uri] for d in group] if positions else None,
-                            wanted=None if keyed is None else keyed.wanted, keys=() if keyed is None else keyed.keys)
+                            keyed=keyed)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
                                     else F.col(f.name) for f in schema.fields]) if names else rows)
     return reduce(DataFrame.unionByName, frames)
@@ -102,20 +101,19 @@ def _scan(spark: SparkSession, files: Sequence[DataFile], group: Sequence[DataFi
 
 
 def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructType,
-               ordinals: Sequence[int] | None = None, *, wanted: DataFrame | None = None,
-               keys: Sequence[tuple[str, str]] = ()) -> DataFrame:
+               ordinals: Sequence[int] | None = None, *, keyed: WantedKeys | None = None) -> DataFrame:
     """The rows (`schema`) of data files, read by the tasks of the job that uses them (Spark's own
     Parquet scan of many files lists them in a job of its own); with `ordinals` (one per file), each
     row's `FILE_POSITION` is its file's and its `ROW_POSITION` its place in the file.
 
-    With `wanted` and `keys` (as `read_chosen`'s), only the rows whose key is among `wanted`'s rows, or
-    has a NULL part: every file is read, and its task hands Spark those rows alone."""
+    With `keyed`, only the rows whose key is among its wanted rows, or has a NULL part: every file is
+    read, and its task hands Spark those rows alone."""
     if not files:
         return empty_frame(spark, schema)
     listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
         local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
-    if wanted is not None:
-        listing = listing.crossJoin(gathered(wanted.select(_collected(keys))))
+    if keyed is not None:
+        listing = listing.crossJoin(gathered(keyed.wanted.select(_collected(keyed.keys))))
     return read_listed(listing, schema, options_for(files[0].uri))
 
 

@@ -226,7 +226,7 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
     types = {f.name: f.dataType.simpleString() for f in schema.fields}
     plain = state.plain_key_columns(schema, [q(k) for k in key], [types[k] for k in key])
     stored = file_reads.read_files(spark, delta_log.data_files(path, version), schema,
-                                   **({"wanted": gaining, "keys": list(zip(key, plain))} if plain else {}))
+                                   keyed=file_reads.WantedKeys(gaining, tuple(zip(key, plain))) if plain else None)
     rows = of_gaining(stored.select(*[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))).unionByName(
         of_gaining(output.select(*[col(c) for c in names], col(WEIGHT))))
     live = consolidate(rows, names).where(col(WEIGHT) > 0)
