@@ -134,6 +134,48 @@ def test_lookup_join_results_equal_their_batch_views(spark, runs, left, with_tim
                        "default.lookup_views_p")
 
 
+NOTES = {"columns": [["id", "int"], ["note", "string"]], "changelog_format": "append"}
+AFTER_A_JOIN = ("SELECT o.id, s.note, c.name FROM orders o JOIN notes s ON o.id = s.id "
+                "{kind} customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.cust = c.id")
+
+
+def test_a_lookup_after_a_join_looks_up_in_its_batch_as_of_the_run_the_join_emitted_the_row(spark):
+    """Order 10 is read in run 1, its note in run 3: the join emits the row in run 3, which looks up
+    customer 1 as run 3 leaves it ('b'), not as run 1 did ('a')."""
+    ins = lookup_cases.ins
+    case = {"name": "lookup-after-join-views", "sql": AFTER_A_JOIN.format(kind="LEFT JOIN"),
+            "inputs": {"orders": lookup_cases.ORDERS, "customers": lookup_cases.CUSTOMERS, "notes": NOTES}, "runs": [
+                {"changes": {"orders": [ins(10, 1), ins(11, 1)], "customers": [ins(1, "a")], "notes": [ins(11, "m")]}},
+                {"changes": {"customers": [["-D", [1, "a"]], ins(1, "b")]}},
+                {"changes": {"notes": [ins(10, "n")]}},
+            ]}
+    views = list(published_runs(spark, case, "default.lookup_after_join_views"))
+    assert sorted(views[-1][0]) == [(10, "n", "b"), (11, "m", "a")]
+    assert all(result == batch == on_time for result, batch, on_time in views)
+
+
+@st.composite
+def probes_and_notes(draw) -> list[dict]:
+    """Lookup runs (`lookup_cases.changelogs`) whose orders meet notes that arrive in any run."""
+    runs = draw(lookup_cases.changelogs())
+    for run in runs:
+        notes = [lookup_cases.ins(draw(st.integers(0, 3)), draw(st.sampled_from("mn"))) for _ in range(draw(st.integers(0, 3)))]
+        if notes:
+            run["changes"]["notes"] = notes
+    return runs
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=probes_and_notes(), left=st.booleans())
+def test_lookup_after_a_join_results_equal_their_batch_views(spark, runs, left):
+    """Orders and notes join when the later of the two arrives; the dimension changes in between."""
+    assert_views_match(spark, {"name": "lookup-after-join-views-property",
+                               "sql": AFTER_A_JOIN.format(kind="LEFT JOIN" if left else "JOIN"), "runs": runs,
+                               "inputs": {"orders": lookup_cases.ORDERS, "customers": lookup_cases.CUSTOMERS,
+                                          "notes": NOTES}},
+                       "default.lookup_after_join_views_p")
+
+
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(runs=append_only_runs(late=False), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
        join=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"]))

@@ -273,8 +273,8 @@ def publish(spark: SparkSession, *, plan: JoinPlan, tables: ModelTables, relatio
     offsets, runs_version = manifest["offsets"], version_of_run(tables.runs, run_id)
     assert runs_version is not None  # the run log holds the run
     runs = runs_sql(spark, tables, runs_version)
-    snapshots = {name: input_sql(spark, spec, offsets[name], runs) for name, spec in plan.inputs.items()}
     timing = Timing.of(spark, plan, tables, offsets, lambda path: version_of_run(path, run_id), runs)
+    snapshots = {name: input_sql(spark, spec, offsets[name], runs, timing) for name, spec in plan.inputs.items()}
     columns = [f.name for f in _schema(tables.result, result_version).fields if f.name not in hidden]
     _replace_view(spark, f"{relation}__batch",
                   replace_relations(sql, relations, {n: f"({s})" for n, s in snapshots.items()}, timing, columns))

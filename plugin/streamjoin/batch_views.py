@@ -16,9 +16,13 @@ the watermark:
 - a lookup join: an input with a processing-time column gives its rows (insertions: a probe side
   only inserts) with the time of the run that read them, from the run log; the dimension becomes its
   snapshot at the version each run read to, valid from that run's time until the next run's, and
-  the join's ON condition gains that validity as a temporal join's does. (A lookup whose probe side
-  is a join, which Flink accepts too, looks up when the join emits a row; the batch still uses the
-  time its probe input's row was read, so it differs where the join emits a row in a later run);
+  the join's ON condition gains that validity as a temporal join's does. A lookup whose probe side
+  is a join (Flink accepts it too) looks up when the join emits a row: where that side is inner joins
+  of inputs that only insert (`append` inputs, each read as declared, not as a derived table), the
+  run that emits a row is the latest run that read one of its rows, so the batch looks up as of the
+  greatest of their read times (`READ_TIME`, each such input's rows carry it); other probe sides
+  look up as of the time their probe input's row was read, which differs where the join emits the
+  row in a later run;
 - a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
 - an ASOF join (Spark SQL has none): a `LATERAL` subquery picks each left row's nearest right row
   (ON and the match condition as its WHERE, ordered by the right time, ties to the smallest row,
@@ -42,14 +46,16 @@ from .operators.event_time import Clock
 from .operators.interval import late_sides
 from .spec import InputSpec
 from .sql import asof, windows
-from .sql.plan import Join, JoinPlan, Scan, Windowing
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, Windowing
 from .storage import delta_log, formats
 from .storage.file_reads import with_positions
 from .storage.tables import ModelTables
 from .storage.version_source import reference
-from .types import q, text
+from .types import JoinType, q, text
 
 VALID_FROM, VALID_TO = "__valid_from", "__valid_to"
+#: The time of the run that read a row, on the rows of an input a lookup's probe side joins (`Timing.read_times`).
+READ_TIME = "__streamjoin_read_time"
 RUN_TIME, NEXT_RUN_TIME, RUN_OFFSETS = "`__run_time`", "`__next_run_time`", "`__run_offsets`"
 #: What `runs_sql` reads of a run's manifest (`runtime.run`).
 _OFFSETS = "map<string, struct<start: bigint, end: bigint>>"
@@ -71,6 +77,8 @@ class Timing:
     kept: dict[str, str] = field(default_factory=dict)  # alias -> condition on the relation's rows
     versions: dict[str, str] = field(default_factory=dict)  # versioned alias -> its versions (SQL)
     nearest: dict[str, list[str]] = field(default_factory=dict)  # ASOF right alias -> ORDER BY, nearest first
+    emitted: dict[str, list[str]] = field(default_factory=dict)  # lookup dimension alias -> read times of its probe rows' parts
+    read_times: set[str] = field(default_factory=set)  # inputs whose rows carry `READ_TIME`
 
     @classmethod
     def of(cls, spark: SparkSession, plan: JoinPlan, tables: ModelTables, offsets: Mapping[str, Mapping[str, Any]],
@@ -86,6 +94,10 @@ class Timing:
                 assert isinstance(dimension, Scan)  # the compiler checks it
                 timing.versions[dimension.alias.lower()] = run_versions_sql(
                     spark, plan.inputs[dimension.input], offsets[dimension.input], runs)
+                emitting = _emitting_scans(plan, node.left)
+                if emitting:
+                    timing.emitted[dimension.alias.lower()] = [f"{q(s.alias)}.{q(READ_TIME)}" for s in emitting]
+                    timing.read_times.update(s.input for s in emitting)
             elif node.temporal is not None:
                 probe, versioned = node.left, node.right
                 assert isinstance(probe, Scan) and isinstance(versioned, Scan)  # the compiler checks both
@@ -109,6 +121,32 @@ class Timing:
                 timing.nearest[right.alias.lower()] = [f"{time} {'DESC' if node.asof.latest else 'ASC'}",
                                                        *(f"{n} ASC NULLS FIRST" for n in names.values())]
         return timing
+
+
+def _emitting_scans(plan: JoinPlan, probe: Node) -> list[Scan]:
+    """The scans of a lookup's probe side that is a join whose rows a run emits when it reads the last
+    of their parts: inner joins (no time-based join) of `append` inputs, each read by one scan as
+    declared (the batch gives their rows `READ_TIME`); none for any other probe side."""
+    if isinstance(probe, Scan):
+        return []
+    scans: list[Scan] = []
+    nodes = [probe]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, Scan):
+            scans.append(node)
+        elif isinstance(node, MultiJoin) and all(t in (None, JoinType.INNER) for t in node.join_types):
+            nodes += node.inputs
+        elif isinstance(node, Join) and node.kind == JoinType.INNER.value and node.time_bound is None:
+            nodes += [node.left, node.right]
+        else:
+            return []
+    inputs = [s.input for s in scans]
+    late = {name for _, _, name in late_sides(plan)}
+    if any(s.derived or plan.inputs[s.input].changelog_format != "append" or inputs.count(s.input) > 1 or s.input in late
+           for s in scans):
+        return []
+    return scans
 
 
 def _at_or_before(time: str, watermark: int | None, minus: int = 0) -> str:
@@ -198,14 +236,18 @@ def run_versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str,
             f"{VALID_TO} FROM ({rows})")
 
 
-def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str) -> str:
-    """SQL for the rows of an input with a processing-time column, each with the time of the run that
-    read it. Its insertions only: a lookup join's probe side only inserts (a retraction fails the run)."""
+def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str,
+                        read_time: bool = False) -> str:
+    """SQL for the rows of an input, each with the time of the run that read it: as its processing-time
+    column, and as `READ_TIME` too when `read_time`. Its insertions only: a lookup join's probe side
+    only inserts (a retraction fails the run), and so does an `append` input."""
     columns = ", ".join(f"e.{q(c)}" for c in spec.column_names)
     if offsets["end"] is None:
-        return snapshot_sql(spark, spec, None)
+        empty = snapshot_sql(spark, spec, None)
+        return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(READ_TIME)} FROM ({empty})" if read_time else empty
     read = f"r.{RUN_OFFSETS}[{text(spec.name)}]"
-    return (f"SELECT {columns}, timestamp_millis(r.{RUN_TIME}) AS {q(spec.proc_time or '')} "
+    times = [q(name) for name in (spec.proc_time, READ_TIME if read_time else None) if name]
+    return (f"SELECT {columns}, " + ", ".join(f"timestamp_millis(r.{RUN_TIME}) AS {t}" for t in times) + " "
             f"FROM ({_history(spark, spec, offsets)}) e JOIN ({runs}) r "
             f"ON e.{q(formats.LOG_VERSION)} > coalesce({read}.`start`, -1) AND e.{q(formats.LOG_VERSION)} <= {read}.`end` "
             f"WHERE e.{q(formats.LOG_KIND)} IN ('+I', '+U')")
@@ -227,10 +269,13 @@ def versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any
     return f"SELECT {columns}, {VALID_FROM}, {VALID_TO} FROM ({valid}) WHERE {kind} <> '-D'"
 
 
-def input_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str) -> str:
+def input_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str, timing: Timing) -> str:
     """SQL for an input's rows as the model's runs up to `offsets` (a manifest's) read them: its
-    snapshot, with the processing time of the run that read each row where it declares one."""
-    return processing_time_sql(spark, spec, offsets, runs) if spec.proc_time else snapshot_sql(spark, spec, offsets["end"])
+    snapshot, with the time of the run that read each row where it declares a processing-time column
+    or `timing` asks for `READ_TIME`."""
+    if spec.proc_time or spec.name in timing.read_times:
+        return processing_time_sql(spark, spec, offsets, runs, read_time=spec.name in timing.read_times)
+    return snapshot_sql(spark, spec, offsets["end"])
 
 
 def snapshot_sql(spark: SparkSession, spec: InputSpec, table_version: int | None) -> str:
@@ -315,7 +360,8 @@ def replace_relations(sql: str, relations: Mapping[str, str], replacements: Mapp
         if isinstance(node, exp.Join) and isinstance(node.this, exp.Table) and node.this.args.get("version") \
                 and node.this.alias_or_name.lower() in timing.versions:
             key = f"versions:{node.this.alias_or_name.lower()}"
-            return _versioned_join(node, marked(marks[key], node.this.alias_or_name))
+            return _versioned_join(node, marked(marks[key], node.this.alias_or_name),
+                                   timing.emitted.get(node.this.alias_or_name.lower(), []))
         if isinstance(node, exp.Table) and table_key(node) in by_key:
             return marked(marks[by_key[table_key(node)]], alias)
         return node
@@ -335,9 +381,13 @@ def _is_asof(join: exp.Join) -> bool:
     return str(join.args.get("method") or "").upper() == "ASOF"
 
 
-def _versioned_join(join: exp.Join, versions: exp.Subquery) -> exp.Join:
-    """A temporal join as a plain join with the versions valid at the probe's time."""
+def _versioned_join(join: exp.Join, versions: exp.Subquery, emitted: Sequence[str] = ()) -> exp.Join:
+    """A temporal join as a plain join with the versions valid at the probe's time (a lookup after a
+    join: when the join emitted the row, the greatest of `emitted`)."""
     time = join.this.args["version"].expression
+    if emitted:
+        time = exp.Greatest(this=sqlglot.parse_one(emitted[0], read="spark"),
+                            expressions=[sqlglot.parse_one(t, read="spark") for t in emitted[1:]])
     alias = exp.to_identifier(join.this.alias_or_name)
     frm, to = (exp.column(c, table=alias.copy()) for c in (VALID_FROM, VALID_TO))
     at = exp.cast(time.copy(), "timestamp")
