@@ -89,6 +89,11 @@ class JoinSide:
         return F.pmod(F.xxhash64(*[col(k) for k in self.key_columns]), F.lit(buckets)).cast("int")
 
 
+def touched_by(s: Side) -> str:
+    """The column of a join's touched keys (`RegularJoin.touched_keys`) that says side `s`'s change holds the key."""
+    return f"_by_{s.value}"
+
+
 def touched_counters(touched: DataFrame) -> dict[str, tuple[DataFrame, SparkColumn]]:
     """The run-log figures of a join's touched keys (distinct keys with their bucket), as counters."""
     return {"touched_keys": (touched, F.lit(1)), "touched_buckets": (touched.select(BUCKET).distinct(), F.lit(1))}
@@ -160,7 +165,8 @@ class RegularJoin:
             if self.appends_only(s):  # no stored row's weight matters: join the stored fragments as they are
                 side = self.sides[s]
                 delta_eff[s] = keyed[s].select(*[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
-                old[s] = self.stored(spark, s, states[s], touched).select(
+                # its stored rows only ever pair with the other side's change: read only that change's keys
+                old[s] = self.stored(spark, s, states[s], touched.where(col(touched_by(s.other)))).select(
                     *[col(c) for c in side.columns + side.key_columns], col(WEIGHT))
                 new[s] = old[s].unionByName(delta_eff[s])
                 continue
@@ -245,13 +251,16 @@ class RegularJoin:
         return cols + self.sides[Side.RIGHT].columns if self.join_type.emits_pairs else cols
 
     def touched_keys(self, keyed: dict[Side, DataFrame]) -> DataFrame:
-        """Distinct join keys of both sides' changes, as `_k<i>` with their bucket."""
+        """Distinct join keys of both sides' changes, as `_k<i>` with their bucket, and whether each
+        side's change holds the key (`touched_by`)."""
+        n = len(self.sides[Side.LEFT].key_columns)
         frames = []
         for s in Side:
             side = self.sides[s]
-            frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(side.key_columns)]))
-        keys = frames[0].unionByName(frames[1]).distinct()
-        n = len(self.sides[Side.LEFT].key_columns)
+            frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(side.key_columns)],
+                                          *[F.lit(t is s).alias(touched_by(t)) for t in Side]))
+        keys = frames[0].unionByName(frames[1]).groupBy(*[col(f"_k{i}") for i in range(n)]).agg(
+            *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side])
         bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
         return keys.withColumn(BUCKET, bucket)
 
