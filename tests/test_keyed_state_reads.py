@@ -68,3 +68,49 @@ def test_rows_with_keys_keep_matches_and_null_keys_once():
     assert rows_with_keys(table.slice(0, 0), wanted).num_rows == 0
     none = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.string())})
     assert Counter(rows_with_keys(table, none)["v"].to_pylist()) == Counter([4, 5])
+
+
+KEYS = st.one_of(st.none(), st.integers(-3, 40))
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(KEYS, max_size=60), wanted=st.lists(KEYS, max_size=8), sort=st.booleans(),
+       group=st.integers(1, 9), wide=st.booleans())
+def test_row_groups_a_read_skips_hold_no_wanted_key(tmp_path_factory, keys, wanted, sort, group, wide):
+    """A read with wanted keys skips the row groups whose statistics rule them out: it keeps what a
+    whole read keeps (rows of the wanted keys, rows with a NULL key), each at its place in the file,
+    for sorted and unsorted files, int32 and int64 keys, any row group size."""
+    import pyarrow.parquet as pq
+
+    from streamjoin.storage.file_reads import ROW_POSITION, read_file, row_groups_with
+
+    if sort:
+        keys = sorted(keys, key=lambda k: (k is None, k or 0))
+    path = str(tmp_path_factory.mktemp("groups") / "f.parquet")
+    kind = pa.int64() if wide else pa.int32()
+    pq.write_table(pa.table({"k": pa.array(keys, kind), "v": list(range(len(keys)))}), path, row_group_size=group)
+    schema = pa.schema([("k", kind), ("v", pa.int64()), (ROW_POSITION, pa.int64())])
+    asked = pa.table({"k": pa.array(wanted, pa.int64())})
+    whole = rows_with_keys(read_file(path, schema, {}), asked).to_pylist()
+    assert rows_with_keys(read_file(path, schema, {}, wanted=asked), asked).to_pylist() == whole
+    assert all(r["v"] == r[ROW_POSITION] for r in whole)
+    meta = pq.ParquetFile(path).metadata
+    chosen = [g for g in row_groups_with(meta, asked) if meta.row_group(g).num_rows]  # (an empty file: one empty group)
+    expected = [g for g in range(meta.num_row_groups)
+                if any(k is None or k in wanted for k in keys[g * group:(g + 1) * group])]
+    assert set(expected) <= set(chosen) and len(chosen) <= len(expected) + (0 if sort else meta.num_row_groups)
+    if sort:  # a sorted file's groups are narrow: the groups read are those holding a wanted key or a NULL
+        assert chosen == expected
+
+
+def test_a_read_of_keys_in_a_column_that_is_not_an_integer_reads_every_row_group(tmp_path):
+    import pyarrow.parquet as pq
+
+    from streamjoin.storage.file_reads import row_groups_with
+
+    path = str(tmp_path / "s.parquet")
+    pq.write_table(pa.table({"s": ["a", "b", "c", "d"], "i": [1, 2, 3, 4]}), path, row_group_size=1)
+    meta = pq.ParquetFile(path).metadata
+    assert row_groups_with(meta, pa.table({"s": ["a"]})) is None
+    assert row_groups_with(meta, pa.table({"i": pa.array([3], pa.int64())})) == [2]
+    assert row_groups_with(meta, pa.table({"x": pa.array([3], pa.int64())})) is None

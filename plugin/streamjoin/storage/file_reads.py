@@ -161,20 +161,25 @@ def _reader(schema: pa.Schema, options: dict[str, str]):
             keys = batch.column(KEYS) if KEYS in batch.schema.names else None
             ordinals = batch.column(FILE_POSITION).to_pylist() if FILE_POSITION in batch.schema.names else None
             for i, uri in enumerate(batch.column(URI).to_pylist()):
-                table = read_file(uri, schema, options, ordinal=ordinals[i] if ordinals is not None else None)
-                if keys is not None:
-                    table = rows_with_keys(table, pa.Table.from_struct_array(keys[i].values))
+                wanted = pa.Table.from_struct_array(keys[i].values) if keys is not None else None
+                table = read_file(uri, schema, options, ordinal=ordinals[i] if ordinals is not None else None,
+                                  wanted=wanted)
+                if wanted is not None:
+                    table = rows_with_keys(table, wanted)
                 yield from table.to_batches()
 
     return read
 
 
 def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordinal: int | None = None,
-              partition: Mapping[str, str | None] | None = None) -> pa.Table:
+              partition: Mapping[str, str | None] | None = None, wanted: pa.Table | None = None) -> pa.Table:
     """One data file's rows under `schema`, read with pyarrow through the filesystem of its URI (in a
     task): columns in `partition` take its values (as the Delta log gives them), and `FILE_POSITION`
     and `ROW_POSITION`, where `schema` has them, are `ordinal` and each row's place in the file.
-    Columns the file lacks (written before the table gained them) are NULL, as Delta reads them."""
+    Columns the file lacks (written before the table gained them) are NULL, as Delta reads them.
+    With `wanted` (keys, in columns named as the file's), the row groups whose statistics show no
+    wanted key and no NULL are skipped (`row_groups_with`): the caller still keeps the rows it wants."""
+    import numpy as np
     import pyarrow.parquet as pq
 
     from .filesystem import filesystem
@@ -184,15 +189,22 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
     computed = {FILE_POSITION, ROW_POSITION, *partition}
     with fs.open_input_file(path) as source:
         stored = pq.ParquetFile(source)
-        rows = stored.read(columns=[f.name for f in schema if f.name not in computed
-                                    and f.name in stored.schema_arrow.names])
+        columns = [f.name for f in schema if f.name not in computed and f.name in stored.schema_arrow.names]
+        groups = None if wanted is None else row_groups_with(stored.metadata, wanted)
+        rows = stored.read(columns=columns) if groups is None else stored.read_row_groups(groups, columns=columns)
     n = rows.num_rows
+
+    def positions() -> pa.Array:
+        if groups is None:
+            return pa.array(np.arange(n))
+        starts = np.cumsum([0] + [stored.metadata.row_group(g).num_rows for g in range(stored.metadata.num_row_groups)])
+        return pa.array(np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups] or [np.arange(0)]))
 
     def column(field: pa.Field) -> pa.Array | pa.ChunkedArray:
         if field.name == FILE_POSITION:
             return pa.array([ordinal] * n, field.type)
         if field.name == ROW_POSITION:
-            return pa.array(range(n), field.type)
+            return positions().cast(field.type)
         if field.name in partition:
             return pa.array([partition[field.name]] * n, pa.string()).cast(field.type)
         if field.name not in rows.column_names:
@@ -200,6 +212,38 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
         return rows[field.name].cast(field.type)
 
     return pa.table([column(f) for f in schema], schema=schema)
+
+
+def row_groups_with(meta: "pq.FileMetaData", wanted: pa.Table) -> list[int] | None:
+    """The row groups of a Parquet file that may hold one of `wanted`'s keys, by the statistics of the
+    column named as `wanted`'s first (an integer column: its statistics are exact); a row group with a
+    NULL there, or without statistics, may. None where the file cannot tell (read it whole).
+
+    >>> import pyarrow.parquet as pq, io
+    >>> sink = io.BytesIO()
+    >>> pq.write_table(pa.table({"k": [1, 2, 5, 6, None, 9]}), sink, row_group_size=2)
+    >>> row_groups_with(pq.ParquetFile(sink).metadata, pa.table({"k": [6, 7]}))
+    [1, 2]
+    """
+    import numpy as np
+
+    name = wanted.column_names[0]
+    stored = meta.schema.to_arrow_schema()
+    if name not in stored.names or not all(pa.types.is_integer(t) for t in (wanted.schema.field(name).type,
+                                                                            stored.field(name).type)):
+        return None
+    column = [meta.schema.column(i).path for i in range(meta.num_columns)].index(name)
+    keys = np.unique(wanted[name].drop_null().to_numpy().astype(np.int64))
+    groups = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(column).statistics
+        if stats is None or not stats.has_min_max or not stats.has_null_count or stats.null_count:
+            groups.append(g)
+            continue
+        at = np.searchsorted(keys, stats.min)
+        if at < len(keys) and keys[at] <= stats.max:
+            groups.append(g)
+    return groups
 
 
 def rows_with_keys(table: pa.Table, wanted: pa.Table) -> pa.Table:
