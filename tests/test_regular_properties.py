@@ -89,9 +89,10 @@ def changelog_runs(draw, runs: int = 3, rows: dict[str, st.SearchStrategy] | Non
 
 
 # State compaction thresholds (files per bucket, level-0 files): the defaults, which three runs
-# never reach, and small ones under which runs fold level 0 into buckets and compact buckets.
+# never reach, and small ones under which runs fold level 0 into buckets and compact buckets (at 3
+# files a compaction may merge a bucket's two small files and keep its large one).
 DEFAULT_COMPACTION = (state.COMPACT_AT, state.LEVEL0_FILES)
-COMPACTION = st.sampled_from([DEFAULT_COMPACTION, (1, 1), (2, 1)])
+COMPACTION = st.sampled_from([DEFAULT_COMPACTION, (1, 1), (2, 1), (3, 1)])
 
 
 def check_against_batch(spark, tmp_path, sql: str, runs: list[dict],

@@ -1,6 +1,7 @@
 """State retention (state_ttl) and state compaction: what leaves state, and when."""
 from __future__ import annotations
 
+import doctest
 import time
 
 import pyarrow as pa
@@ -78,3 +79,26 @@ def test_result_additions_go_to_level0_which_retractions_and_crowding_fold(spark
         m.run(l=[delete(1, 0)])  # a retraction folds level 0 too
         assert all(f["partition._bucket"] is not None for f in live_files(m.tables.result))
     assert m.result == {(1, i, 100): 1 for i in (1, 2, 3, 9)}
+
+
+def test_compaction_examples():
+    assert doctest.testmod(state).failed == 0
+
+
+def test_a_crowded_bucket_merges_its_small_files_and_keeps_its_large_one(spark, tmp_path):
+    with compacting_at(4, 1):
+        m = Scenario(spark, tmp_path, SQL, config={"state_buckets": 1}, **INPUTS)
+        path = m.tables.state("j1_left")
+        m.run(l=[insert(k, k) for k in range(20_000)])
+        m.run(l=[insert(5000, 0)])  # folds level 0: the first run's rows become the bucket's one large file
+        (large,) = [f["path"] for f in live_files(path) if f["partition._bucket"] is not None]
+        counts = []
+        for i in range(1, 13):  # small runs, each retracting a row the large file holds
+            m.run(l=[insert(5000 + i, i), delete(i, i)])
+            bucket = [f["path"] for f in live_files(path) if f["partition._bucket"] is not None]
+            counts.append(len(bucket))
+            assert large in bucket, f"run {i}: the large file was rewritten for a small fold"
+            assert len(bucket) <= state.COMPACT_AT, f"run {i}: {counts}"
+        assert any(b < a for a, b in zip(counts, counts[1:])), f"no bucket was ever compacted: {counts}"
+        assert m.result == {**{(k, k, None): 1 for k in range(13, 20_000)}, (0, 0, None): 1,
+                            **{(5000 + i, i, None): 1 for i in range(13)}}

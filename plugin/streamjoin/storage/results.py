@@ -146,8 +146,9 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     A change that holds no retraction (`inserts_only`) goes to level 0, as in state tables: files
     of rows of any bucket (partition NULL), written with no shuffle. Any other change folds level 0
     into buckets and rewrites the buckets it retracts from; which ones those are is found in the
-    pass itself, and the files it replaced come back to the driver as notes. So does a run that
-    finds level 0 holding `LEVEL0_FILES` files. The rows added and retracted are counters."""
+    pass itself, and the files it replaced come back to the driver as notes. A change without
+    retractions that finds level 0 holding `LEVEL0_FILES` files writes level 0 and itself to their
+    buckets, merging none. The rows added and retracted are counters."""
     names = plan.output_names
     schema = output_schema(output)
     path, version = tables.result, versions.get(tables.result)
@@ -157,11 +158,17 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     change = output.withColumn(BUCKET, row_bucket)
     counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
-    if inserts_only and len(state.level0(files)) < state.LEVEL0_FILES:
+    if inserts_only:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
                                          "change retracts a row")
-        actions = writer.write(_expand(change.where(col(WEIGHT) > 0), names).drop(BUCKET), path,
-                               partition={BUCKET: None})
+        added = _expand(change.where(col(WEIGHT) > 0), names)
+        level0 = state.level0(files)
+        if len(level0) < state.LEVEL0_FILES:
+            actions = writer.write(added.drop(BUCKET), path, partition={BUCKET: None})
+        else:  # level 0 is full: its rows and the change's go to their buckets' new files, no bucket is merged
+            held = file_reads.read(spark, level0, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET))
+            actions = writer.write(clustered(held.unionByName(added), col(BUCKET)), path, partition_by=[BUCKET]) \
+                + delta_log.remove_actions(level0)
     else:
         rewrite = _merge if bucket_merge.mergeable(schema) else _rewrite
         rows, replaced, verify = rewrite(spark, change, schema, row_bucket, plan, path, files, writer)

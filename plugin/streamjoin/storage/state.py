@@ -3,7 +3,9 @@
 Each run appends its changes (weights, and degree changes for sides that track how many
 rows of the other side match each row) as a few *level-0* files holding rows of every
 bucket (partition value NULL), written as they come, with no shuffle and no file per bucket.
-Every so often a run folds level 0 into per-bucket files instead. A read takes level 0 and
+Every so often a run folds level 0 into per-bucket files instead, and merges the small files of
+a bucket that holds many (size-tiered: a large file is rewritten only once the smaller ones add
+up to its size, see `merged_files`). A read takes level 0 and
 the files of the touched buckets, and keeps the rows of the touched keys; the caller sums
 them. Where the join key is a stored column Arrow compares as Spark does, the tasks reading
 the bucket files keep only the touched keys' rows, so Spark receives those rather than whole
@@ -14,7 +16,7 @@ rows in proportion to the state of the keys it touches.
 from __future__ import annotations
 
 import enum
-from collections import Counter
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -63,6 +65,25 @@ def plain_key_columns(schema: StructType, key_exprs: Sequence[str], key_types: S
 def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
     """The files of level 0 (partition `_bucket` NULL: rows of any bucket) among a table's files."""
     return [f for f in files if f.partition[BUCKET] is None]
+
+
+def merged_files(files: Sequence[delta_log.DataFile], least: int) -> list[delta_log.DataFile]:
+    """The files of a crowded bucket that its compaction merges: its `least` smallest, then each next
+    larger one no larger than those taken together. A bucket's files are Z-set fragments that reads
+    sum, so any of them merge into one; a large file stays until the smaller ones add up to its size,
+    so a row is rewritten about log2(bucket / fold) times rather than at every few folds.
+
+    >>> sizes = lambda fs: [f.size for f in fs]
+    >>> files = [delta_log.DataFile("", {}, 0, size=s) for s in (1000, 9, 10, 30, 2)]
+    >>> sizes(merged_files(files, 2)), sizes(merged_files(files, 4)), sizes(merged_files(files, 5))
+    ([2, 9, 10], [2, 9, 10, 30], [2, 9, 10, 30, 1000])
+    """
+    taken: list[delta_log.DataFile] = []
+    for f in sorted(files, key=lambda f: f.size):
+        if len(taken) >= least and f.size > sum(t.size for t in taken):
+            break
+        taken.append(f)
+    return taken
 
 
 class StateLayout(str, enum.Enum):
@@ -130,19 +151,24 @@ class StateTable:
         """Stage appended rows (schema columns, weight, degree, updated, bucket) with the run's writer.
 
         The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, or a bucket
-        `COMPACT_AT` files, the run compacts instead: level 0, the crowded buckets' files and its changes are consolidated
-        into per-bucket files (dropping rows that summed to nothing and, in the crowded buckets, whose
-        every row is in hand, rows idle since before `expire_before`), and the old files removed.
+        `COMPACT_AT` files, the run compacts instead: level 0, the crowded buckets' small files (`merged_files`)
+        and its changes are consolidated into per-bucket files (dropping rows that summed to nothing), and
+        the old files removed. With `expire_before` the crowded buckets are merged whole, as expiry needs
+        every row of a key in hand, and rows idle since before it are dropped from them.
         """
         names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version)
         unbucketed = level0(files)
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        per_bucket = Counter(int(f.partition[BUCKET]) for f in bucketed)
-        crowded = sorted(b for b, n in per_bucket.items() if n >= COMPACT_AT)
+        per_bucket: dict[int, list[delta_log.DataFile]] = defaultdict(list)
+        for f in bucketed:
+            per_bucket[int(f.partition[BUCKET])].append(f)
+        crowded = sorted(b for b, fs in per_bucket.items() if len(fs) >= COMPACT_AT)
         if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
-        old_files = unbucketed + [f for f in bucketed if int(f.partition[BUCKET]) in crowded]
+        least = max(2, COMPACT_AT // 2)
+        old_files = unbucketed + [f for b in crowded for f in (
+            per_bucket[b] if expire_before is not None else merged_files(per_bucket[b], least))]
         old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
