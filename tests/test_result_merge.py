@@ -116,3 +116,32 @@ def test_only_flat_types_of_binary_collation_merge_in_arrow():
 
 def test_bucket_merge_examples():
     assert doctest.testmod(bucket_merge).failed == 0
+
+
+def _counted(rows: pa.Table) -> Counter:
+    """Rows as a multiset, -0.0 as 0.0 and NaN as text (as Spark's grouping tells them apart)."""
+    return Counter(tuple("NaN" if isinstance(v, float) and math.isnan(v) else (0.0 if v == 0.0 and isinstance(v, float)
+                                                                                else v) for v in r.values())
+                   for r in rows.to_pylist())
+
+
+CELLS = st.tuples(st.sampled_from([None, 0.0, -0.0, 1.5, math.nan]), st.sampled_from([None, "a", "b"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(held=st.lists(CELLS, max_size=12), change=st.lists(st.tuples(CELLS, st.integers(-3, 3)), max_size=8),
+       compared=st.sampled_from([bucket_merge.COMPARED, 0]))
+def test_applying_a_change_keeps_what_merging_the_bucket_keeps(held, change, compared, monkeypatch_module):
+    """`applied` (only the stored rows a retraction may equal are compared; with `COMPARED` at 0 every
+    bucket is merged whole) keeps exactly the rows, and finds exactly the unmet retractions, of a
+    whole merge: the property that lets it skip grouping the bucket."""
+    monkeypatch_module.setattr(bucket_merge, "COMPARED", compared)
+    types = [pa.float64(), pa.string()]
+    table = pa.table([pa.array([r[i] for r in held], t) for i, t in enumerate(types)], names=["x", "s"])
+    delta = pa.table([pa.array([r[i] for r, _ in change], t) for i, t in enumerate(types)]
+                     + [pa.array([w for _, w in change], pa.int64())], names=["x", "s", WEIGHT])
+    sums = merged(table, delta)
+    kept, short = bucket_merge.applied(table, delta)
+    assert kept.schema == table.schema
+    assert _counted(kept) == _counted(expanded(sums))
+    assert _counted(short) == _counted(sums.filter(pa.compute.less(sums[WEIGHT], 0)))

@@ -1,11 +1,12 @@
 """A run's change merged into the files of the buckets it retracts from, in Arrow on the executors.
 
-A bucket of the result that a run retracts rows from is rewritten whole (a Delta table has no
-cheaper way to drop a row). Spark only routes each such bucket's change rows and the names of its
-files to one task (`writes.RunWriter.merge`); the task reads the files with pyarrow, sums every
-distinct row's weight (each stored row counts 1), writes the rows that keep a positive weight (a
-row of weight n as n rows) as one new file of the bucket, and names the files it replaced. The
-stored rows never become Spark rows: no shuffle, no aggregation or conversion of them in the JVM.
+A bucket of the result that a run retracts rows from is rewritten whole (delta-rs writes no deletion
+vectors, Delta's one cheaper way to drop a row). Spark routes each such bucket's change rows and the names of its
+files to one task (`writes.RunWriter.merge`); the task reads the files with pyarrow, drops the
+stored rows the change retracts and adds the rows it inserts (`applied`: only the stored rows that
+may equal a retracted row are compared, the rest are kept as stored), writes the result as one new
+file of the bucket, and names the files it replaced. The stored rows never become Spark rows: no
+shuffle, no aggregation or conversion of them in the JVM.
 
 Rows are told apart as Spark's grouping tells them apart: floating-point -0.0 is 0.0 and every NaN
 is one NaN (Spark's `NormalizeFloatingNumbers`), NULLs are equal. `mergeable` admits only the column
@@ -32,6 +33,8 @@ from .writes import MERGE_WEIGHT as WEIGHT
 from .writes import MergeSpec, merge_column
 
 EXAMPLES = 3  # unapplied retractions noted per task
+COMPARED = 10_000  # stored rows a bucket's retractions may be compared with before it is merged whole
+_NAN = object()  # every NaN's key in `_keys`
 
 _GROUPED_AS_SPARK = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType,
                      StringType, BinaryType, DateType, TimestampType, TimestampNTZType)
@@ -81,6 +84,54 @@ def expanded(rows: pa.Table) -> pa.Table:
     return rows.drop_columns([WEIGHT]).take(pa.array(np.repeat(np.arange(rows.num_rows), weights)))
 
 
+def applied(held: pa.Table, change: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """`held` (each row of weight 1) with `change` (its `WEIGHT` column) applied: the rows whose summed
+    weight is positive, each as often as its weight, as `expanded(merged(held, change))` gives them;
+    and the distinct rows whose weight ends negative, with that weight.
+
+    Only the stored rows that may equal a retracted row are compared: those whose every column value
+    is one a retracted row has. The others are kept as stored, so a bucket with a few retractions is
+    filtered, not grouped whole. When that still leaves many rows to compare, the bucket is merged
+    whole.
+
+    >>> held = pa.table({"x": pa.array([1.0, -0.0, 1.0, 2.0], pa.float64())})
+    >>> change = pa.table({"x": pa.array([0.0, 1.0, 3.0, 4.0], pa.float64()), WEIGHT: pa.array([-1, -1, 2, -1], pa.int64())})
+    >>> kept, short = applied(held, change)
+    >>> sorted(kept["x"].to_pylist()), short.to_pylist()
+    ([1.0, 2.0, 3.0, 3.0], [{'x': 4.0, '__merge_weight': -1}])
+    """
+    delta = merged(held.schema.empty_table(), change)
+    gone, added = delta.filter(pc.less(delta[WEIGHT], 0)), delta.filter(pc.greater(delta[WEIGHT], 0))
+    names = held.column_names
+    maybe = np.ones(held.num_rows, bool)
+    for name in names:
+        if not gone.num_rows:
+            break
+        maybe &= pc.is_in(_normalized(held[name]), value_set=gone[name].combine_chunks(),
+                          skip_nulls=False).to_numpy(zero_copy_only=False)
+    at = np.flatnonzero(maybe) if gone.num_rows else np.empty(0, np.int64)
+    if len(at) > COMPARED + 8 * gone.num_rows:
+        sums = merged(held, change)
+        return expanded(sums).cast(held.schema), sums.filter(pc.less(sums[WEIGHT], 0))
+    keys = _keys(gone.select(names))
+    owed = dict(zip(keys, (-w for w in gone[WEIGHT].to_pylist())))
+    dropped = np.zeros(held.num_rows, bool)
+    candidates = held.take(pa.array(at)).select(names)
+    for position, key in zip(at, _keys(pa.table([_normalized(candidates[n]) for n in names], names=names))):
+        if owed.get(key, 0) > 0:
+            owed[key] -= 1
+            dropped[position] = True
+    short = gone.select(names).append_column(WEIGHT, pa.array([-owed[k] for k in keys], pa.int64()))
+    short = short.filter(pc.less(short[WEIGHT], 0))
+    kept = held.filter(pa.array(~dropped)) if dropped.any() else held
+    return pa.concat_tables([kept, expanded(added).cast(held.schema)]), short
+
+
+def _keys(rows: pa.Table) -> list[tuple]:
+    """Each row of `rows` as a hashable tuple, every NaN as one value (Python's NaN equals nothing)."""
+    return [tuple(_NAN if isinstance(v, float) and v != v else v for v in row.values()) for row in rows.to_pylist()]
+
+
 def merge_task(batches: Iterator[pa.RecordBatch], spec: MergeSpec) -> Iterator[pa.RecordBatch]:
     """Merge every bucket a task's rows name; yield its answer: a row per file written, the counter and the notes."""
     from pyspark import TaskContext
@@ -102,12 +153,11 @@ def merge_task(batches: Iterator[pa.RecordBatch], spec: MergeSpec) -> Iterator[p
         stored = [read_file(uri, spec.schema, options) for uri in uris]
         held = pa.concat_tables(stored) if stored else spec.schema.empty_table()
         change = mine.filter(pc.is_null(mine[URI])).select([*positions, WEIGHT])
-        sums = merged(held, change.rename_columns([*spec.schema.names, WEIGHT]))
-        short = sums.filter(pc.less(sums[WEIGHT], 0))
+        kept, short = applied(held, change.rename_columns([*spec.schema.names, WEIGHT]))
         unheld -= pc.sum(short[WEIGHT]).as_py() or 0
         examples = short.select(spec.schema.names).slice(0, EXAMPLES).to_pylist()
         notes += [(spec.examples, json.dumps(row, default=str, separators=(",", ":"))) for row in examples]
-        kept = expanded(sums).cast(spec.schema)  # (with its columns' nullability, which grouping drops)
+        kept = kept.cast(spec.schema)  # (with its columns' nullability, which grouping drops)
         if kept.num_rows:
             written = open_file(spec.target, {partition: str(bucket)}, spec.schema, task)
             written.writer.write_table(kept)
