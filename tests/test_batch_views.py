@@ -165,7 +165,7 @@ def probes_and_notes(draw) -> list[dict]:
     return runs
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(runs=probes_and_notes(), left=st.booleans())
 def test_lookup_after_a_join_results_equal_their_batch_views(spark, runs, left):
     """Orders and notes join when the later of the two arrives; the dimension changes in between."""
