@@ -105,11 +105,9 @@ def applied(held: pa.Table, change: pa.Table) -> tuple[pa.Table, pa.Table]:
     names = held.column_names
     maybe = np.ones(held.num_rows, bool)
     for name in names:
-        if not gone.num_rows:
-            break
         maybe &= pc.is_in(_normalized(held[name]), value_set=gone[name].combine_chunks(),
                           skip_nulls=False).to_numpy(zero_copy_only=False)
-    at = np.flatnonzero(maybe) if gone.num_rows else np.empty(0, np.int64)
+    at = np.flatnonzero(maybe)
     if len(at) > COMPARED + 8 * gone.num_rows:
         sums = merged(held, change)
         return expanded(sums).cast(held.schema), sums.filter(pc.less(sums[WEIGHT], 0))
