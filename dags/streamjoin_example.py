@@ -4,6 +4,7 @@ Glue only (see streamjoin_airflow). The project is example/; its state is where 
 puts it: $STREAMJOIN_LOCAL_DIR (default example/.streamjoin). dbt's manifest is
 <local_dir>/target/manifest.json, parsed when this file loads if it is missing or stale (the DAG reads
 its own copy of it, streamjoin_manifest.json, which dbt runs of its tasks do not rewrite).
+$STREAMJOIN_SELECT (model names or tag:<tag>, space-separated) limits the DAGs to those models.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 project = DbtProject(PROJECT_DIR, state_root=str(LOCAL_DIR / "state"), target_path=LOCAL_DIR / "target",
                      env={"STREAMJOIN_LOCAL_DIR": str(LOCAL_DIR)})
-plan = load_plan(project)
+plan = load_plan(project, select=os.environ.get("STREAMJOIN_SELECT", "").split())
 
 streamjoin_example = incremental_dag(plan, project, dag_id="streamjoin_example", schedule=dt.timedelta(minutes=15),
                                      start_date=START, tags=["streamjoin"])

@@ -1,7 +1,7 @@
 """Run the example project through its Airflow DAG for a few intervals and show what every run did.
 
     python scripts/demo_airflow.py [--batches 3] [--local-dir .streamjoin/demo_airflow] [--summary out.json] [--rows]
-                                   [--executor local]
+                                   [--executor local] [--select MODEL ...]
 
 Starts from empty state (the folder is wiped) with a throwaway Airflow home (SQLite) inside
 it, loads the DAG file (which parses the dbt project), then per batch: append the batch to every input
@@ -13,7 +13,8 @@ the tasks under Airflow's LocalExecutor instead (each in a process of its own, t
 an Airflow API server this script starts on 127.0.0.1 and stops). Spark's, dbt's and
 Airflow's own logs stay off the console unless STREAMJOIN_LOG_LEVEL is set (Spark's go to
 <local-dir>/logs/spark.log).
-`--summary` writes every DAG run's task states, spans and test outcomes as JSON (the tests read it).
+`--select` runs only the named models (or tag:<tag>) and their tests. `--summary` writes every DAG
+run's task states, spans and test outcomes as JSON (the tests read it).
 """
 from __future__ import annotations
 
@@ -44,12 +45,13 @@ DAG_FILE = load_batch.REPO / "dags" / "streamjoin_example.py"
 INTERVAL = dt.timedelta(minutes=15)
 
 
-def prepare_environment(local_dir: Path, executor: str) -> None:
-    """Point the project, dbt and a fresh Airflow home (SQLite) at `local_dir`; before Airflow is imported.
-    (Under the LocalExecutor, `dag.test()` warns each time it polls tasks that other processes run:
-    Airflow's own log shows errors only.)"""
+def prepare_environment(local_dir: Path, executor: str, select: list[str]) -> None:
+    """Point the project, dbt and a fresh Airflow home (SQLite) at `local_dir`, and the DAG file at the
+    `select`ed models; before Airflow is imported. (Under the LocalExecutor, `dag.test()` warns each
+    time it polls tasks that other processes run: Airflow's own log shows errors only.)"""
     os.environ.update({
         "STREAMJOIN_LOCAL_DIR": str(local_dir),
+        "STREAMJOIN_SELECT": " ".join(select),
         "AIRFLOW_HOME": str(local_dir / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAG_FILE.parent),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
@@ -112,12 +114,14 @@ def main() -> int:
     parser.add_argument("--rows", action="store_true", help="also print every changelog row each run emitted")
     parser.add_argument("--executor", choices=("in-process", "local"), default="in-process",
                         help="run the tasks in this process (dag.test) or under Airflow's LocalExecutor")
+    parser.add_argument("--select", nargs="+", default=[], metavar="MODEL",
+                        help="run only these models (names, or tag:<tag>) and the dbt tests of them")
     args = parser.parse_args()
     local_dir = args.local_dir.resolve()
     metastore.stop(local_dir)  # an earlier demo's catalog service, over the folder about to be replaced
     shutil.rmtree(local_dir, ignore_errors=True)
     local_dir.mkdir(parents=True)
-    prepare_environment(local_dir, args.executor)
+    prepare_environment(local_dir, args.executor, args.select)
     try:
         return demo(args, local_dir)
     finally:

@@ -100,12 +100,18 @@ def table_uri(state_root: str, model: str, table: str) -> str:
 
 
 def build_plan(manifest: Mapping[str, Any], *, state_root: str,
-               materializations: Sequence[str] = ("streaming_join",)) -> RunPlan:
-    """The plan for every model materialized as one of `materializations` in `manifest`.
+               materializations: Sequence[str] = ("streaming_join",), select: Sequence[str] = ()) -> RunPlan:
+    """The plan for every model materialized as one of `materializations` in `manifest`, or for
+    those of them that `select` names (model names, or ``tag:<tag>`` for the models with that tag).
 
     A model's upstream are the planned models it reads, directly or through models that
     are not planned (a view between two streaming joins). Tests are those whose models
     are all planned (dbt's "cautious" indirect selection).
+
+    >>> manifest = {"nodes": {f"model.p.{n}": {"resource_type": "model", "name": n, "tags": tags, "config": {
+    ...     "materialized": "streaming_join"}} for n, tags in (("a", ["hourly"]), ("b", []), ("c", []))}}
+    >>> build_plan(manifest, state_root="/s", select=["tag:hourly", "c"]).model_names
+    ['a', 'c']
     """
     nodes = manifest.get("nodes", {})
     planned = {uid: n for uid, n in nodes.items()
@@ -114,6 +120,8 @@ def build_plan(manifest: Mapping[str, Any], *, state_root: str,
         raise ConfigError(f"no model in project '{manifest.get('metadata', {}).get('project_name')}' is "
                           f"materialized as {' or '.join(materializations)}; set `materialized` in the models' "
                           "config, or pass the materializations to plan")
+    if select:
+        planned = _selected(planned, select)
 
     def upstream(uid: str, seen: set[str]) -> set[str]:
         found = set()
@@ -137,13 +145,27 @@ def build_plan(manifest: Mapping[str, Any], *, state_root: str,
     return RunPlan(project=manifest.get("metadata", {}).get("project_name", ""), models=models, tests=tests)
 
 
+def _selected(planned: dict[str, Any], select: Sequence[str]) -> dict[str, Any]:
+    """The planned models that `select` names, by name or by ``tag:<tag>``; every selector must name one."""
+    def matches(selector: str, node: Mapping[str, Any]) -> bool:
+        if selector.startswith("tag:"):
+            return selector[4:] in node.get("tags", [])  # (the manifest's list: config's tags and the node's)
+        return node["name"] == selector
+
+    unmatched = [s for s in select if not any(matches(s, n) for n in planned.values())]
+    if unmatched:
+        raise ConfigError(f"select: {', '.join(map(repr, unmatched))} names no model the plan can run (its models: "
+                          f"{', '.join(sorted(n['name'] for n in planned.values()))}); give model names or tag:<tag>")
+    return {uid: n for uid, n in planned.items() if any(matches(s, n) for s in select)}
+
+
 def _models_of(test: Mapping[str, Any], nodes: Mapping[str, Any]) -> set[str]:
     return {p for p in test.get("depends_on", {}).get("nodes", []) if nodes.get(p, {}).get("resource_type") == "model"}
 
 
 def load_plan(project: DbtProject, *, materializations: Sequence[str] = ("streaming_join",),
-              parse: bool = True) -> RunPlan:
-    """The plan from the project's manifest.
+              parse: bool = True, select: Sequence[str] = ()) -> RunPlan:
+    """The plan from the project's manifest (of the models `select` names, if given: see `build_plan`).
 
     With `parse` (the default) the manifest is parsed first when it is missing or stale, and read
     from the copy :func:`streamjoin_airflow.manifest.ensure_manifest` keeps; without, the project's
@@ -159,4 +181,4 @@ def load_plan(project: DbtProject, *, materializations: Sequence[str] = ("stream
         raise ConfigError(f"no dbt manifest at {str(path)!r}: run `dbt parse --project-dir {project.project_dir} "
                           f"--target-path {path.parent}`, or load the plan with parse=True")
     return build_plan(json.loads(path.read_text()), state_root=project.state_root,
-                      materializations=materializations)
+                      materializations=materializations, select=select)

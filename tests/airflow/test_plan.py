@@ -57,6 +57,17 @@ def test_tests_are_those_whose_models_are_all_planned() -> None:
     assert "report" in wider.model_names and len(wider.tests) == 4
 
 
+def test_a_selection_plans_the_models_it_names_and_their_tests_alone() -> None:
+    tagged = {**MANIFEST, "nodes": {**MANIFEST["nodes"], "model.p.customers": {
+        **MANIFEST["nodes"]["model.p.customers"], "tags": ["daily"]}}}
+    plan = build_plan(tagged, state_root="/srv/state", select=["totals", "tag:daily"])
+    assert sorted(plan.model_names) == ["customers", "totals"]
+    assert {m.name: m.upstream for m in plan.models}["totals"] == ()  # orders_prices is not run here
+    assert plan.tests == ("unique_totals_id",)  # the other one needs orders_prices too
+    with pytest.raises(ConfigError, match="select: 'report', 'tag:hourly' names no model the plan can run"):
+        build_plan(tagged, state_root="/srv/state", select=["totals", "report", "tag:hourly"])
+
+
 def test_a_project_without_streaming_joins_is_refused_with_the_fix() -> None:
     with pytest.raises(ConfigError, match="materialized as streaming_join; set `materialized`"):
         build_plan({"metadata": {"project_name": "q"}, "nodes": dict([model("v", "view")])}, state_root="/s")
