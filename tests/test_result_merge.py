@@ -45,7 +45,7 @@ def comparable(rows: Counter) -> Counter:
 
 
 def check_runs(spark, root, sql: str, changes: list[dict]) -> None:
-    with compacting_at(1, 1):  # every retracting run folds level 0, so later runs merge bucket files
+    with compacting_at(2, 1):  # every retracting run folds level 0, so later runs merge bucket files (and crowded ones)
         model = Scenario(spark, root, sql, **INPUTS)
         seen: dict[str, list] = {"l": [], "r": []}
         for i, run in enumerate(changes):
@@ -78,7 +78,7 @@ def test_retractions_merge_in_arrow_and_replace_only_the_buckets_they_touch(spar
     """Both merges run in the same one Spark job, and a bucket no retraction touches keeps its files."""
     from streamjoin.storage import delta_log
 
-    with compacting_at(1, 1):
+    with compacting_at(2, 1):
         model = Scenario(spark, tmp_path, "SELECT l.k, l.s FROM l JOIN r ON l.k = r.k", **INPUTS)
         model.run(l=[insert(k, 1.0, f"s{k}") for k in range(40)], r=[insert(k, None, None) for k in range(40)])
         model.run(l=[delete(3, 1.0, "s3")])  # folds level 0 into buckets

@@ -102,3 +102,28 @@ def test_a_crowded_bucket_merges_its_small_files_and_keeps_its_large_one(spark, 
         assert any(b < a for a, b in zip(counts, counts[1:])), f"no bucket was ever compacted: {counts}"
         assert m.result == {**{(k, k, None): 1 for k in range(10, 20_000)}, (0, 0, None): 1,
                             **{(5000 + i, i, None): 1 for i in range(10)}}
+
+
+def test_crowded_result_buckets_are_compacted_by_folds_and_by_retracting_runs(spark, tmp_path):
+    sql = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
+    with compacting_at(3, 1):  # every run folds level 0 into the result's buckets
+        m = Scenario(spark, tmp_path, sql, config={"state_buckets": 2}, **INPUTS)
+        counts, expected = [], {}
+
+        def bucket_files() -> list[int]:
+            files = [f["partition._bucket"] for f in live_files(m.tables.result) if f["partition._bucket"] is not None]
+            return [files.count(b) for b in sorted(set(files))]
+
+        for i in range(8):  # insert-only runs: each fold adds a file to the buckets it writes
+            keys = [10 * i + j for j in range(4)]
+            m.run(l=[insert(k, i) for k in keys], r=[insert(k, 7) for k in keys])
+            expected.update({(k, i, 7): 1 for k in keys})
+            counts.append(bucket_files())
+            assert max(counts[-1], default=0) <= state.COMPACT_AT, f"run {i}: {counts}"
+        for i in range(8):  # retracting runs: one row's retraction rewrites its bucket; the others gain files
+            m.run(l=[delete(10 * i, i), insert(1000 + i, i)], r=[insert(1000 + i, 7)])
+            del expected[(10 * i, i, 7)]
+            expected[(1000 + i, i, 7)] = 1
+            counts.append(bucket_files())
+            assert max(counts[-1]) <= state.COMPACT_AT, f"retracting run {i}: {counts}"
+        assert m.result == expected

@@ -17,6 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..errors import ConfigError, StreamJoinError
+from ..local_rows import local_frame
 from ..one_partition import clustered
 from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
@@ -148,7 +149,10 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     into buckets and rewrites the buckets it retracts from; which ones those are is found in the
     pass itself, and the files it replaced come back to the driver as notes. A change without
     retractions that finds level 0 holding `LEVEL0_FILES` files writes level 0 and itself to their
-    buckets, merging none. The rows added and retracted are counters."""
+    buckets. A bucket holding `state.COMPACT_AT` files is compacted by the next run that writes to
+    buckets: a fold merges its small files with the rows it brings (`state.merged_files`; a result's
+    files are plain rows, so merging them is writing them together), a retracting run merges it whole
+    as it merges the buckets it retracts from. The rows added and retracted are counters."""
     names = plan.output_names
     schema = output_schema(output)
     path, version = tables.result, versions.get(tables.result)
@@ -158,6 +162,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     change = output.withColumn(BUCKET, row_bucket)
     counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
+    crowded = _crowded(files)
     if inserts_only:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
                                          "change retracts a row")
@@ -165,13 +170,14 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         level0 = state.level0(files)
         if len(level0) < state.LEVEL0_FILES:
             actions = writer.write(added.drop(BUCKET), path, partition={BUCKET: None})
-        else:  # level 0 is full: its rows and the change's go to their buckets' new files, no bucket is merged
-            held = file_reads.read(spark, level0, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET))
+        else:  # level 0 is full: its rows, the crowded buckets' small files and the change go to new bucket files
+            merged = level0 + [f for fs in crowded.values() for f in state.merged_files(fs, max(2, state.COMPACT_AT // 2))]
+            held = file_reads.read(spark, merged, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET))
             actions = writer.write(clustered(held.unionByName(added), col(BUCKET)), path, partition_by=[BUCKET]) \
-                + delta_log.remove_actions(level0)
+                + delta_log.remove_actions(merged)
     else:
         rewrite = _merge if bucket_merge.mergeable(schema) else _rewrite
-        rows, replaced, verify = rewrite(spark, change, schema, row_bucket, plan, path, files, writer)
+        rows, replaced, verify = rewrite(spark, change, schema, row_bucket, plan, path, files, writer, sorted(crowded))
         actions = writer.write(clustered(rows, col(BUCKET)), path, partition_by=[BUCKET]) + replaced
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,)),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
@@ -193,6 +199,23 @@ def stage_replaced_result(spark: SparkSession, rows: DataFrame, change: DataFram
                            partition_by=[BUCKET])
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,), overwrite=True),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
+
+
+def _crowded(files: list[delta_log.DataFile]) -> dict[int, list[delta_log.DataFile]]:
+    """The files of each bucket that holds `state.COMPACT_AT` files or more."""
+    per_bucket: dict[int, list[delta_log.DataFile]] = {}
+    for f in files:
+        if f.partition[BUCKET] is not None:
+            per_bucket.setdefault(int(f.partition[BUCKET]), []).append(f)
+    return {b: fs for b, fs in per_bucket.items() if len(fs) >= state.COMPACT_AT}
+
+
+def _rewritten_buckets(spark: SparkSession, change: DataFrame, crowded: list[int]) -> DataFrame:
+    """The buckets (column `BUCKET`) a retracting change rewrites: those it retracts from, and the crowded ones."""
+    retracted = change.where(col(WEIGHT) < 0).select(BUCKET)
+    if crowded:
+        retracted = retracted.unionByName(local_frame(spark, [(b,) for b in crowded], f"{BUCKET} int"))
+    return retracted.distinct()
 
 
 def _with_bucket(schema: StructType) -> StructType:
@@ -251,16 +274,16 @@ def unique_key_violations(spark: SparkSession, output: DataFrame, plan: JoinPlan
 
 
 def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
-             path: str, files: list[delta_log.DataFile],
-             writer: RunWriter) -> tuple[DataFrame, FileActions, Callable[[], None]]:
+             path: str, files: list[delta_log.DataFile], writer: RunWriter,
+             crowded: list[int]) -> tuple[DataFrame, FileActions, Callable[[], None]]:
     """The rows to write for a change that may retract: level 0 and the buckets the change retracts
-    from, rewritten with the change applied, and the change's additions to the other buckets; the
-    removal of the files they replace (the chosen buckets' files are named by the write pass); and
-    the test that every retraction found its row."""
+    from (and the `crowded` ones), rewritten with the change applied, and the change's additions to
+    the other buckets; the removal of the files they replace (the chosen buckets' files are named by
+    the write pass); and the test that every retraction found its row."""
     names = plan.output_names
     level0 = state.level0(files)
     bucketed = [f for f in files if f.partition[BUCKET] is not None]
-    chosen = file_reads.choose(spark, bucketed, column=BUCKET, wanted=change.where(col(WEIGHT) < 0)) \
+    chosen = file_reads.choose(spark, bucketed, column=BUCKET, wanted=_rewritten_buckets(spark, change, crowded)) \
         if bucketed else None
     old = file_reads.read(spark, level0, schema)
     if chosen is not None:
@@ -275,17 +298,17 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
 
 
 def _merge(spark: SparkSession, change: DataFrame, schema: StructType, row_bucket: Column, plan: JoinPlan,
-           path: str, files: list[delta_log.DataFile],
-           writer: RunWriter) -> tuple[DataFrame, FileActions, Callable[[], None]]:
-    """As `_rewrite`, with the buckets the change retracts from merged in Arrow by the tasks that read
-    them (`bucket_merge`): level 0's rows and the change's go to the bucket merges where they fall in
-    such a bucket, and are written as they are to their buckets otherwise."""
+           path: str, files: list[delta_log.DataFile], writer: RunWriter,
+           crowded: list[int]) -> tuple[DataFrame, FileActions, Callable[[], None]]:
+    """As `_rewrite`, with the buckets the change retracts from (and the `crowded` ones) merged in
+    Arrow by the tasks that read them (`bucket_merge`): level 0's rows and the change's go to the
+    bucket merges where they fall in such a bucket, and are written as they are to their buckets otherwise."""
     names = plan.output_names
     level0 = state.level0(files)
     bucketed = [f for f in files if f.partition[BUCKET] is not None]
     rows = file_reads.read(spark, level0, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET),
                                                          F.lit(1).cast("long").alias(WEIGHT)).unionByName(change)
-    retracted = change.where(col(WEIGHT) < 0).select(BUCKET).distinct()
+    retracted = _rewritten_buckets(spark, change, crowded)
     listed = file_reads.listing(spark, bucketed, BUCKET).join(retracted, BUCKET, "left_semi")
     merge = writer.merge(rows.join(retracted, BUCKET, "left_semi"), listed, path, bucket=BUCKET, schema=schema,
                          uri=file_reads.URI)
