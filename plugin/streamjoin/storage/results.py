@@ -171,7 +171,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         if len(level0) < state.LEVEL0_FILES:
             actions = writer.write(added.drop(BUCKET), path, partition={BUCKET: None})
         else:  # level 0 is full: its rows, the crowded buckets' small files and the change go to new bucket files
-            merged = level0 + [f for fs in crowded.values() for f in state.merged_files(fs, max(2, state.COMPACT_AT // 2))]
+            merged = level0 + [f for fs in crowded.values() for f in state.merged_files(fs)]
             held = file_reads.read(spark, merged, schema).select(*[col(c) for c in names], row_bucket.alias(BUCKET))
             actions = writer.write(clustered(held.unionByName(added), col(BUCKET)), path, partition_by=[BUCKET]) \
                 + delta_log.remove_actions(merged)

@@ -67,17 +67,19 @@ def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
     return [f for f in files if f.partition[BUCKET] is None]
 
 
-def merged_files(files: Sequence[delta_log.DataFile], least: int) -> list[delta_log.DataFile]:
-    """The files of a crowded bucket that its compaction merges: its `least` smallest, then each next
-    larger one no larger than those taken together. A bucket's files are Z-set fragments that reads
-    sum, so any of them merge into one; a large file stays until the smaller ones add up to its size,
-    so a row is rewritten about log2(bucket / fold) times rather than at every few folds.
+def merged_files(files: Sequence[delta_log.DataFile], least: int | None = None) -> list[delta_log.DataFile]:
+    """The files of a crowded bucket that its compaction merges: its `least` smallest (by default
+    half of `COMPACT_AT`, at least 2), then each next larger one no larger than those taken together.
+    A bucket's files are Z-set fragments that reads sum, so any of them merge into one; a large file
+    stays until the smaller ones add up to its size, so a row is rewritten about log2(bucket / fold)
+    times rather than at every few folds.
 
     >>> sizes = lambda fs: [f.size for f in fs]
     >>> files = [delta_log.DataFile("", {}, 0, size=s) for s in (1000, 9, 10, 30, 2)]
     >>> sizes(merged_files(files, 2)), sizes(merged_files(files, 4)), sizes(merged_files(files, 5))
     ([2, 9, 10], [2, 9, 10, 30], [2, 9, 10, 30, 1000])
     """
+    least = max(2, COMPACT_AT // 2) if least is None else least
     taken: list[delta_log.DataFile] = []
     for f in sorted(files, key=lambda f: f.size):
         if len(taken) >= least and f.size > sum(t.size for t in taken):
@@ -166,9 +168,8 @@ class StateTable:
         crowded = sorted(b for b, fs in per_bucket.items() if len(fs) >= COMPACT_AT)
         if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
-        least = max(2, COMPACT_AT // 2)
         old_files = unbucketed + [f for b in crowded for f in (
-            per_bucket[b] if expire_before is not None else merged_files(per_bucket[b], least))]
+            per_bucket[b] if expire_before is not None else merged_files(per_bucket[b]))]
         old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
