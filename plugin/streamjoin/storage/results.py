@@ -162,7 +162,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     change = output.withColumn(BUCKET, row_bucket)
     counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
-    crowded = _crowded(files)
+    crowded = state.crowded_buckets(files)
     if inserts_only:
         verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
                                          "change retracts a row")
@@ -199,15 +199,6 @@ def stage_replaced_result(spark: SparkSession, rows: DataFrame, change: DataFram
                            partition_by=[BUCKET])
     return StagedResult(StagedWrite(path, actions, _with_bucket(schema), (BUCKET,), overwrite=True),
                         lambda: {k: f.result() for k, f in counts.items()}, verify)
-
-
-def _crowded(files: list[delta_log.DataFile]) -> dict[int, list[delta_log.DataFile]]:
-    """The files of each bucket that holds `state.COMPACT_AT` files or more."""
-    per_bucket: dict[int, list[delta_log.DataFile]] = {}
-    for f in files:
-        if f.partition[BUCKET] is not None:
-            per_bucket.setdefault(int(f.partition[BUCKET]), []).append(f)
-    return {b: fs for b, fs in per_bucket.items() if len(fs) >= state.COMPACT_AT}
 
 
 def _rewritten_buckets(spark: SparkSession, change: DataFrame, crowded: list[int]) -> DataFrame:

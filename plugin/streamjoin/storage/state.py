@@ -67,6 +67,15 @@ def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
     return [f for f in files if f.partition[BUCKET] is None]
 
 
+def crowded_buckets(files: Sequence[delta_log.DataFile]) -> dict[int, list[delta_log.DataFile]]:
+    """The files of each bucket that holds `COMPACT_AT` files or more, by bucket."""
+    per_bucket: dict[int, list[delta_log.DataFile]] = defaultdict(list)
+    for f in files:
+        if f.partition[BUCKET] is not None:
+            per_bucket[int(f.partition[BUCKET])].append(f)
+    return {b: fs for b, fs in per_bucket.items() if len(fs) >= COMPACT_AT}
+
+
 def merged_files(files: Sequence[delta_log.DataFile], least: int | None = None) -> list[delta_log.DataFile]:
     """The files of a crowded bucket that its compaction merges: its `least` smallest (by default
     half of `COMPACT_AT`, at least 2), then each next larger one no larger than those taken together.
@@ -161,15 +170,11 @@ class StateTable:
         names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version)
         unbucketed = level0(files)
-        bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        per_bucket: dict[int, list[delta_log.DataFile]] = defaultdict(list)
-        for f in bucketed:
-            per_bucket[int(f.partition[BUCKET])].append(f)
-        crowded = sorted(b for b, fs in per_bucket.items() if len(fs) >= COMPACT_AT)
+        crowded = crowded_buckets(files)
         if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
-        old_files = unbucketed + [f for b in crowded for f in (
-            per_bucket[b] if expire_before is not None else merged_files(per_bucket[b]))]
+        old_files = unbucketed + [f for b in sorted(crowded) for f in (
+            crowded[b] if expire_before is not None else merged_files(crowded[b]))]
         old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
@@ -181,7 +186,7 @@ class StateTable:
                 .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
                 .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
         if expire_before is not None and crowded:
-            rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(crowded))
+            rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(sorted(crowded)))
         # each bucket's file sorted by key: a read of a few keys skips the row groups that hold none (`file_reads`)
         sorted_rows = clustered(rows.select(*stored), col(BUCKET)).sortWithinPartitions(
             col(BUCKET), *[col(k) for k in self.file_keys])
