@@ -35,15 +35,18 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 	$(FLINK_VENV)/bin/pip install --quiet -r $(FLINK_LOCK)
 	touch $(FLINK_STAMP)
 
-# Spark runs of small tests are latency-bound, so three test processes share the two cores. Each takes
-# whole modules in collection order, the longest first (tests/conftest.py), not by their number of tests.
-test: setup flink-setup $(BENCH_STAMP) $(TEST_STAMP)
+# Set-up first, its independent steps side by side: the two virtualenvs install at once, and the class
+# archive builds while the bench and test extras install (into .venv one after the other, never two pips
+# in one venv). Then Spark runs of small tests are latency-bound, so three test processes share the two
+# cores. Each takes whole modules in collection order, the longest first (tests/conftest.py).
+test:
+	$(MAKE) --no-print-directory -j3 setup flink-setup $(BENCH_STAMP) $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=40 tests
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json
 
-$(TEST_STAMP): tests/requirements-test.txt $(STAMP)
+$(TEST_STAMP): tests/requirements-test.txt $(STAMP) | $(BENCH_STAMP)
 	$(BIN)/pip install --quiet -r tests/requirements-test.txt
 	touch $(TEST_STAMP)
 
