@@ -49,3 +49,43 @@ def test_a_user_s_own_class_sharing_options_win(tmp_path: Path, monkeypatch: pyt
     assert f"-XX:SharedArchiveFile={class_archive.path()}" in driver_java_options("OFF", "-Xss4m")
     for theirs in ("-Xshare:off", "-XX:SharedArchiveFile=/mine.jsa", "-XX:ArchiveClassesAtExit=/new.jsa"):
         assert str(class_archive.path()) not in driver_java_options("OFF", theirs), theirs
+
+
+def _archive(cache: Path, name: str, jars: Path | None) -> Path:
+    """A stand-in archive in `cache`, with an owner file naming `jars` unless None."""
+    archive = cache / f"spark-driver-{name}.jsa"
+    archive.write_bytes(b"archive")
+    if jars is not None:
+        archive.with_suffix(".jars").write_text(str(jars))
+    return archive
+
+
+def test_pruning_removes_the_archives_of_spark_installations_gone_or_installed_again(tmp_path: Path) -> None:
+    cache, ours, other = tmp_path / "cache", tmp_path / "venv" / "jars", tmp_path / "other" / "jars"
+    for folder in (cache, ours, other):
+        folder.mkdir(parents=True)
+    keep = _archive(cache, "new", ours)
+    reinstalled = _archive(cache, "old", ours)  # the same folder before Spark was installed again
+    gone = _archive(cache, "gone", tmp_path / "deleted-venv" / "jars")
+    elsewhere = _archive(cache, "elsewhere", other)  # another installation still in use
+    legacy = _archive(cache, "legacy", None)  # built before owner files: whose it is is unknown
+    assert sorted(class_archive.prune(keep)) == sorted([reinstalled, gone])
+    left = [legacy, *(p for a in (keep, elsewhere) for p in (a, a.with_suffix(".jars")))]
+    assert sorted(cache.iterdir()) == sorted(left)
+
+
+def test_a_build_records_its_installation_and_prunes_the_stale_archives(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(class_archive.CACHE_ENV_VAR, str(tmp_path))
+    gone = _archive(tmp_path, "gone", tmp_path / "deleted-venv" / "jars")
+
+    def jvm_writes_the_archive(command: list[str], **_: object) -> subprocess.CompletedProcess:
+        Path(command[-1]).write_bytes(b"classes")  # the JVM's archive at exit, without the 45 s
+        return subprocess.CompletedProcess(command, 0, "")
+
+    monkeypatch.setattr(class_archive.subprocess, "run", jvm_writes_the_archive)
+    built = class_archive.build()
+    assert built == class_archive.path() and built.read_bytes() == b"classes"
+    import pyspark
+    assert built.with_suffix(".jars").read_text() == str(Path(pyspark.__file__).resolve().parent / "jars")
+    assert not gone.exists() and not gone.with_suffix(".jars").exists()

@@ -8,10 +8,12 @@ and test process that starts Spark pays that once.
 
 `build()` makes the archive by running a small streamjoin model in a JVM started with
 `-XX:ArchiveClassesAtExit` (about 45 s, once per Spark installation and Java runtime; `make setup`
-does it, as does `python -m streamjoin class-archive`). `java_options()` names it to every driver
-streamjoin starts (`streamjoin.session`, the dbt adapter) when it exists. The archive belongs to one
-Java runtime and one Spark class path: a JVM that cannot use it (another Java, a driver class path of
-its own) starts as without it, silently. Only the driver uses it; a cluster's executors start as before.
+does it, as does `python -m streamjoin class-archive`), and removes the archives of installations
+that are gone or were installed again (`prune`; each is about 175 MB). `java_options()` names it to
+every driver streamjoin starts (`streamjoin.session`, the dbt adapter) when it exists. The archive
+belongs to one Java runtime and one Spark class path: a JVM that cannot use it (another Java, a
+driver class path of its own) starts as without it, silently. Only the driver uses it; a cluster's
+executors start as before.
 """
 from __future__ import annotations
 
@@ -46,10 +48,39 @@ def path() -> Path:
     java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get("JAVA_HOME") \
         else shutil.which("java")
     # the JVM checks the jars' times too: a Spark installed again in the same place needs a new archive
-    jars = Path(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)) / "jars"
+    jars = _jars()
     installed = str(jars.stat().st_mtime_ns) if jars.is_dir() else ""
-    identity = "\n".join([pyspark.__version__, os.path.realpath(jars), installed, os.path.realpath(java) if java else ""])
+    identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java) if java else ""])
     return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+
+
+def _jars() -> Path:
+    """The folder of this Spark installation's jars, resolved."""
+    import pyspark
+
+    return Path(os.path.realpath(Path(os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)) / "jars"))
+
+
+def _owner(archive: Path) -> Path:
+    """The file beside an archive that names the jars folder it was built for."""
+    return archive.with_suffix(".jars")
+
+
+def prune(keep: Path) -> list[Path]:
+    """Remove the archives no JVM can use any more, all but `keep`: those of a Spark installation whose
+    jars folder is gone (a deleted virtualenv or checkout) or was installed again (the same folder as
+    `keep`'s). Each is about 175 MB. Archives without an owner file (built before streamjoin wrote
+    one) are left alone. Returns the archives removed."""
+    ours = _owner(keep).read_text() if _owner(keep).is_file() else None
+    removed = []
+    for owner in keep.parent.glob("spark-driver-*.jars"):
+        archive = owner.with_suffix(".jsa")
+        jars = owner.read_text()
+        if archive != keep and (jars == ours or not os.path.isdir(jars)):
+            archive.unlink(missing_ok=True)
+            owner.unlink(missing_ok=True)
+            removed.append(archive)
+    return removed
 
 
 def java_options(theirs: str | None = None) -> str:
@@ -62,9 +93,9 @@ def java_options(theirs: str | None = None) -> str:
 
 
 def build() -> Path:
-    """Make the archive, replacing any: a small model's runs in a JVM that writes the classes it loaded
-    when it exits. Concurrent builds each write their own file; the last one renamed into place wins,
-    and a JVM starting meanwhile maps the one it found."""
+    """Make the archive, replacing any, and `prune` those no JVM can use any more: a small model's runs
+    in a JVM that writes the classes it loaded when it exits. Concurrent builds each write their own
+    file; the last one renamed into place wins, and a JVM starting meanwhile maps the one it found."""
     archive = path()
     archive.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=archive.stem + ".", suffix=".partial", dir=archive.parent)
@@ -76,6 +107,8 @@ def build() -> Path:
         if done.returncode != 0 or not os.path.isfile(partial):
             raise RuntimeError(f"building the Spark driver's class archive failed:\n{done.stdout[-4000:]}")
         os.replace(partial, archive)
+        _owner(archive).write_text(str(_jars()))
+        prune(keep=archive)
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
