@@ -6,9 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from streamjoin import class_archive
+from streamjoin.__main__ import main as streamjoin_cli
 from streamjoin.session import driver_java_options
 
 #: A driver started by `local_session` that logs where the JVM loaded each class from.
@@ -74,8 +76,9 @@ def test_pruning_removes_the_archives_of_spark_installations_gone_or_installed_a
     assert sorted(cache.iterdir()) == sorted(left)
 
 
-def test_a_build_records_its_installation_and_prunes_the_stale_archives(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_building_records_the_installation_and_removes_stale_archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    """`python -m streamjoin class-archive` (what `make setup` runs), its JVM stood in for."""
     monkeypatch.setenv(class_archive.CACHE_ENV_VAR, str(tmp_path))
     gone = _archive(tmp_path, "gone", tmp_path / "deleted-venv" / "jars")
 
@@ -84,8 +87,10 @@ def test_a_build_records_its_installation_and_prunes_the_stale_archives(tmp_path
         return subprocess.CompletedProcess(command, 0, "")
 
     monkeypatch.setattr(class_archive.subprocess, "run", jvm_writes_the_archive)
-    built = class_archive.build()
-    assert built == class_archive.path() and built.read_bytes() == b"classes"
-    import pyspark
+    assert streamjoin_cli(["class-archive", "--force"]) == 0
+    built = class_archive.path()
+    assert built.read_bytes() == b"classes"
     assert built.with_suffix(".jars").read_text() == str(Path(pyspark.__file__).resolve().parent / "jars")
     assert not gone.exists() and not gone.with_suffix(".jars").exists()
+    said = capsys.readouterr().out.strip()
+    assert said.endswith(f"{built}; removed 1 older archive (Spark installations gone or installed again)"), said

@@ -5,7 +5,8 @@ PATH is a model's folder, or any folder above models' folders (a dbt project's s
 e.g. `.streamjoin/state`); every model found below it is reported or maintained. `explain` asks
 dbt (in this process: `dbt run-operation streamjoin_explain`) to compile MODEL of the project
 and prints what it computes and keeps (`streamjoin.explain`). `class-archive` builds the Spark
-driver's class archive (`streamjoin.class_archive`) if it is missing: later drivers start faster.
+driver's class archive (`streamjoin.class_archive`) if it is missing (later drivers start faster)
+and removes those of Spark installations that are gone.
 
 Exit status: 0 done; 1 no model found; 2 an error stopped the command; 3 (maintain) some models
 were skipped because a run held them or left a run incomplete (the others were maintained).
@@ -101,7 +102,10 @@ def build_class_archive(*, force: bool) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"Built the Spark driver's class archive in {time.monotonic() - started:.0f} s: {built}")
+    removed = class_archive.prune(keep=built)
+    stale = (f"; removed {len(removed)} older archive{'s' if len(removed) > 1 else ''} (Spark installations "
+             f"gone or installed again)") if removed else ""
+    print(f"Built the Spark driver's class archive in {time.monotonic() - started:.0f} s: {built}{stale}")
     return 0
 
 

@@ -8,12 +8,12 @@ and test process that starts Spark pays that once.
 
 `build()` makes the archive by running a small streamjoin model in a JVM started with
 `-XX:ArchiveClassesAtExit` (about 45 s, once per Spark installation and Java runtime; `make setup`
-does it, as does `python -m streamjoin class-archive`), and removes the archives of installations
-that are gone or were installed again (`prune`; each is about 175 MB). `java_options()` names it to
-every driver streamjoin starts (`streamjoin.session`, the dbt adapter) when it exists. The archive
-belongs to one Java runtime and one Spark class path: a JVM that cannot use it (another Java, a
-driver class path of its own) starts as without it, silently. Only the driver uses it; a cluster's
-executors start as before.
+does it, as does `python -m streamjoin class-archive`, which then removes the archives of
+installations that are gone or were installed again: `prune`, each is about 175 MB).
+`java_options()` names it to every driver streamjoin starts (`streamjoin.session`, the dbt adapter)
+when it exists. The archive belongs to one Java runtime and one Spark class path: a JVM that cannot
+use it (another Java, a driver class path of its own) starts as without it, silently. Only the
+driver uses it; a cluster's executors start as before.
 """
 from __future__ import annotations
 
@@ -93,9 +93,10 @@ def java_options(theirs: str | None = None) -> str:
 
 
 def build() -> Path:
-    """Make the archive, replacing any, and `prune` those no JVM can use any more: a small model's runs
-    in a JVM that writes the classes it loaded when it exits. Concurrent builds each write their own
-    file; the last one renamed into place wins, and a JVM starting meanwhile maps the one it found."""
+    """Make the archive, replacing any: a small model's runs in a JVM that writes the classes it loaded
+    when it exits, and an owner file naming this installation for `prune`. Concurrent builds each
+    write their own file; the last one renamed into place wins, and a JVM starting meanwhile maps the
+    one it found."""
     archive = path()
     archive.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=archive.stem + ".", suffix=".partial", dir=archive.parent)
@@ -108,7 +109,6 @@ def build() -> Path:
             raise RuntimeError(f"building the Spark driver's class archive failed:\n{done.stdout[-4000:]}")
         os.replace(partial, archive)
         _owner(archive).write_text(str(_jars()))
-        prune(keep=archive)
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
