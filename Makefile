@@ -11,7 +11,7 @@ FLINK_STAMP := $(FLINK_VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: setup flink-setup test demo cluster-demo conformance bench bench-full clean
+.PHONY: setup flink-setup test test-setup demo cluster-demo conformance bench bench-full clean
 
 # The Spark driver's class archive (streamjoin.class_archive, in ~/.cache/streamjoin): built once, about
 # 45 s; every Spark session started later (dbt, Airflow tasks, tests) starts about 2 s faster.
@@ -40,8 +40,10 @@ $(FLINK_STAMP): $(FLINK_LOCK)
 # in one venv). Then Spark runs of small tests are latency-bound, so three test processes share the two
 # cores. Each takes whole modules in collection order, the longest first (tests/conftest.py).
 test:
-	$(MAKE) --no-print-directory -j3 setup flink-setup $(BENCH_STAMP) $(TEST_STAMP)
+	$(MAKE) --no-print-directory -j3 test-setup
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=40 tests
+
+test-setup: setup flink-setup $(BENCH_STAMP) $(TEST_STAMP)
 
 conformance: setup
 	$(BIN)/python -m streamjoin.conformance ../shared/conformance/cases/*.json
