@@ -76,6 +76,23 @@ def test_pruning_removes_the_archives_of_spark_installations_gone_or_installed_a
     assert sorted(cache.iterdir()) == sorted(left)
 
 
+def test_pruning_skips_an_archive_another_build_removes_meanwhile(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two builds on one cache (two clean clones setting up at once) prune side by side: an owner file
+    listed by one and removed by the other before it is read is no error."""
+    cache, ours = tmp_path / "cache", tmp_path / "venv" / "jars"
+    for folder in (cache, ours):
+        folder.mkdir(parents=True)
+    keep = _archive(cache, "new", ours)
+    gone = _archive(cache, "gone", tmp_path / "deleted-venv" / "jars")
+    listed = sorted(cache.glob("spark-driver-*.jars"))
+    for path in (gone, gone.with_suffix(".jars")):
+        path.unlink()  # the other build's prune, after this one listed the folder
+    monkeypatch.setattr(Path, "glob", lambda folder, pattern: iter(listed))
+    assert class_archive.prune(keep) == []
+    assert keep.exists() and keep.with_suffix(".jars").exists()
+
+
 def test_building_records_the_installation_and_removes_stale_archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                        capsys: pytest.CaptureFixture) -> None:
     """`python -m streamjoin class-archive` (what `make setup` runs), its JVM stood in for."""

@@ -66,17 +66,25 @@ def _owner(archive: Path) -> Path:
     return archive.with_suffix(".jars")
 
 
+def _owned_by(owner: Path) -> str | None:
+    """The jars folder an owner file names; None once a concurrent build's `prune` removed it."""
+    try:
+        return owner.read_text()
+    except FileNotFoundError:
+        return None
+
+
 def prune(keep: Path) -> list[Path]:
     """Remove the archives no JVM can use any more, all but `keep`: those of a Spark installation whose
     jars folder is gone (a deleted virtualenv or checkout) or was installed again (the same folder as
     `keep`'s). Each is about 175 MB. Archives without an owner file (built before streamjoin wrote
-    one) are left alone. Returns the archives removed."""
-    ours = _owner(keep).read_text() if _owner(keep).is_file() else None
+    one) are left alone, as are those another process removes meanwhile. Returns the archives removed."""
+    ours = _owned_by(_owner(keep))
     removed = []
     for owner in keep.parent.glob("spark-driver-*.jars"):
         archive = owner.with_suffix(".jsa")
-        jars = owner.read_text()
-        if archive != keep and (jars == ours or not os.path.isdir(jars)):
+        jars = _owned_by(owner)
+        if jars is not None and archive != keep and (jars == ours or not os.path.isdir(jars)):
             archive.unlink(missing_ok=True)
             owner.unlink(missing_ok=True)
             removed.append(archive)
@@ -108,7 +116,9 @@ def build() -> Path:
         if done.returncode != 0 or not os.path.isfile(partial):
             raise RuntimeError(f"building the Spark driver's class archive failed:\n{done.stdout[-4000:]}")
         os.replace(partial, archive)
-        _owner(archive).write_text(str(_jars()))
+        with open(partial, "w") as owner:  # renamed into place whole: a concurrent prune never reads it half written
+            owner.write(str(_jars()))
+        os.replace(partial, _owner(archive))
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
