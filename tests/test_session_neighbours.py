@@ -5,8 +5,10 @@ from __future__ import annotations
 
 
 def test_a_stream_stream_join_with_the_rocksdb_state_store_runs_in_the_session(spark, tmp_path):
-    provider = "spark.sql.streaming.stateStore.providerClass"
+    provider, partitions = "spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions"
     spark.conf.set(provider, "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    saved = spark.conf.get(partitions)
+    spark.conf.set(partitions, "1")  # a state store per partition: at Spark's 200 the query takes 80 s, not 7
     try:
         for name in ("a", "b"):
             spark.range(20).selectExpr("id AS k", "timestamp_seconds(id + 1000) AS ts").write.parquet(str(tmp_path / name))
@@ -22,3 +24,4 @@ def test_a_stream_stream_join_with_the_rocksdb_state_store_runs_in_the_session(s
         assert sorted(r.k for r in spark.read.parquet(str(tmp_path / "out")).collect()) == list(range(20))
     finally:
         spark.conf.unset(provider)
+        spark.conf.set(partitions, saved)
