@@ -31,11 +31,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from .. import jvm_lookups, one_partition
-from ..errors import ConcurrentRunError, InputError, PlanChangedError
+from ..errors import ConcurrentRunError, InputError, PlanChangedError, StreamJoinError
 from ..row_errors import fail_when, raised
 from ..spec import InputSpec
 from ..sql.plan import JoinPlan
-from ..storage import delta_log, formats
+from ..storage import delta_log, filesystem, formats
 from ..storage.input_schema import check_input_schema
 from ..storage.results import stage_change_data, stage_changelog, stage_replaced_result, stage_result, weight_counts
 from ..storage.tables import ModelTables
@@ -74,6 +74,20 @@ def row_checks(spec: InputSpec, changes: DataFrame) -> list[tuple[Column, str]]:
                        f"row(s) with a NULL event time in column '{spec.event_time}' (the input's watermark needs a "
                        "time on every row, as Flink's does)"))
     return checks
+
+
+def refuse_foreign_deletions(tables: ModelTables, versions: Mapping[str, int | None]) -> None:
+    """Stop a run whose model's tables hold deletion vectors: another engine deleted, updated or merged
+    their rows. streamjoin is their only writer (state and result must stay what its runs made them),
+    and a file with a deletion vector cannot be replaced through delta-rs's commits."""
+    for path in tables.all_tables():
+        marked = delta_log.files_with_deletions(path, versions.get(path))
+        if marked:
+            raise StreamJoinError(
+                f"model '{tables.model}': its table {filesystem.relative(path, tables.home)} has deletion vectors "
+                f"({len(marked)} file(s), e.g. {marked[0]}): another engine deleted, updated or merged its rows, and "
+                "streamjoin must be the only writer of a model's tables. Run the model with --full-refresh to rebuild "
+                "them from its inputs (and change rows through the inputs); nothing was committed")
 
 
 def _table_id(path: str) -> str:
@@ -308,6 +322,7 @@ class Run:
                     with delta_log.latest_once():
                         reads = self.read_inputs(manifest)
                     versions = dict(manifest["versions"])
+                    refuse_foreign_deletions(self.tables, versions)
                     state_bytes = sum(delta_log.table_bytes(p, versions.get(p)) for p in self.tables.state_tables())
                     change_bytes = sum(r.bytes for r in reads.values())
                     plan_in_one(sized(self.spark, change_bytes, change_bytes + state_bytes))

@@ -176,6 +176,7 @@ class DataFile:
     stats: Mapping[str, Any] | None = None  # the Delta statistics of its top-level columns, when written
     size: int = 0  # bytes
     path: str = ""  # as the Delta log names it (relative to the table's root, or absolute)
+    deleted: tuple[int, ...] = ()  # the positions of the rows its deletion vector deletes (read it without them)
 
     def stat(self, kind: str, column: str) -> Any:
         """A statistic of a column (`minValues`, `maxValues`, `nullCount`), None when unknown."""
@@ -215,17 +216,41 @@ def _listing(path: str, table_version: int) -> tuple[DataFile, ...]:
         return cache[(path, table_version)]
     dt = table(path, table_version)
     root = dt.table_uri.rstrip("/")
+    deleted = _deleted_rows(dt)
     out = []
     for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
         part = {k[len("partition."):]: v for k, v in a.items() if k.startswith("partition.")}
         rel = a["path"]
-        uri = rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}"
-        out.append(DataFile(uri=local_path(uri), partition={k: None if v is None else str(v) for k, v in part.items()},
+        uri = local_path(rel if "://" in rel or rel.startswith("/") else f"{root}/{rel}")
+        out.append(DataFile(uri=uri, partition={k: None if v is None else str(v) for k, v in part.items()},
                             num_records=int(a.get("num_records") or 0), stats=_flat_stats(a),
-                            size=int(a.get("size_bytes") or 0), path=rel))
+                            size=int(a.get("size_bytes") or 0), path=rel, deleted=deleted.get(uri, ())))
     if cache is not None:
         cache[(path, table_version)] = tuple(out)
     return tuple(out)
+
+
+def _deleted_rows(dt: DeltaTable) -> dict[str, tuple[int, ...]]:
+    """The rows deleted by the deletion vectors of a table version's files (written by engines that
+    delete, update and merge without rewriting files: Databricks, Delta Lake 3 with them enabled), by
+    file URI: delta-rs reads the vectors, inline or in their files, as keep masks."""
+    if "deletionVectors" not in (dt.protocol().reader_features or []):
+        return {}
+    import numpy as np
+
+    masks = pa.table(pa.RecordBatchReader.from_stream(dt.deletion_vectors()))
+    return {local_path(uri): tuple(np.flatnonzero(~np.asarray(mask, dtype=bool)).tolist())
+            for uri, mask in zip(masks["filepath"].to_pylist(), masks["selection_vector"].to_pylist())}
+
+
+def files_with_deletions(path: str, table_version: int | None) -> list[str]:
+    """The URIs of a table version's data files that have deletion vectors."""
+    return [] if table_version is None else sorted(_deleted_rows(table(path, table_version)))
+
+
+def _deleted_at(path: str, table_version: int, rel: str) -> tuple[int, ...]:
+    """The rows a file's deletion vector deletes at a table version (the file is live there)."""
+    return next((f.deleted for f in _listing(path, table_version) if f.path == rel), ())
 
 
 def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -268,10 +293,13 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
                     a = action[kind]
                     rel = unquote(a["path"])
                     stats = json.loads(a["stats"]) if a.get("stats") else None
+                    # a file added with a deletion vector is live at v; one removed with its vector was live before
+                    deleted = _deleted_at(path, v if kind == "add" else v - 1, rel) if a.get("deletionVector") else ()
                     yield v, kind, DataFile(uri=rel if rel.startswith("/") or "://" in rel else f"{root}/{rel}",
                                             partition=a.get("partitionValues") or {},
                                             num_records=int((stats or {}).get("numRecords") or 0), version=v,
-                                            stats=stats, size=int(a.get("size") or 0), path=rel), bool(a.get("dataChange", True)) and not retention
+                                            stats=stats, size=int(a.get("size") or 0), path=rel,
+                                            deleted=deleted), bool(a.get("dataChange", True)) and not retention
 
 
 def added_between(path: str, start_exclusive: int | None, end: int, *, what: str) -> list[DataFile]:

@@ -10,6 +10,9 @@ A read can carry the wanted keys too (`read_chosen` with `keys`): each file's ro
 of its partition, and the task keeps only the rows whose key is among them (or holds a NULL,
 which Arrow's equality cannot decide), so Spark receives the touched keys' rows rather than
 whole files.
+
+A file with a deletion vector (`DataFile.deleted`: an input written by an engine that deletes rows
+without rewriting files) is read by those tasks too, which drop the rows it deletes.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ from .filesystem import is_local, options_for
 
 URI = "_uri"
 KEYS = "_keys"
+#: The positions of a listed file's rows that its deletion vector deletes (the column is there when a file has them).
+DELETED = "_deleted"
 #: With `positions`: a row's file (its position in the files read) and its position in that file.
 FILE_POSITION = "__file_position"
 ROW_POSITION = "__row_position"
@@ -50,8 +55,8 @@ class WantedKeys:
 def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, positions: bool = False,
          keyed: WantedKeys | None = None) -> DataFrame:
     """Read data files under a known schema (no inference, no partition discovery): with Spark's
-    Parquet scan where they are local, else with `read_files` (Spark has no connector of its own for
-    object stores here: no Hadoop cloud connector can be installed).
+    Parquet scan where they are local and whole, else with `read_files` (Spark has no connector of its
+    own for object stores here: no Hadoop cloud connector can be installed; nor does it read deletion vectors).
 
     Columns of `schema` that are partition columns of the files get each file's partition value;
     with `positions`, each row gets `FILE_POSITION` and `ROW_POSITION` too. With `keyed` (its stored
@@ -74,7 +79,8 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
     frames = []
     for values, group in groups.items():
         by_name = {f.name: v for f, v in zip(partitioned, values)}
-        rows = _scan(spark, files, group, in_files, positions) if keyed is None and all(is_local(d.uri) for d in group) \
+        rows = _scan(spark, files, group, in_files, positions) \
+            if keyed is None and all(is_local(d.uri) and not d.deleted for d in group) \
             else read_files(spark, group, in_files, ordinals=[ordinal[d.uri] for d in group] if positions else None,
                             keyed=keyed)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
@@ -110,8 +116,11 @@ def read_files(spark: SparkSession, files: Sequence[DataFile], schema: StructTyp
     read, and its task hands Spark those rows alone."""
     if not files:
         return empty_frame(spark, schema)
-    listing = local_frame(spark, [(f.uri,) for f in files], f"{URI} string") if ordinals is None else \
-        local_frame(spark, [(f.uri, o) for f, o in zip(files, ordinals)], f"{URI} string, {FILE_POSITION} long")
+    rows = [(f.uri,) if ordinals is None else (f.uri, ordinals[i]) for i, f in enumerate(files)]
+    columns = f"{URI} string" + ("" if ordinals is None else f", {FILE_POSITION} long")
+    if any(f.deleted for f in files):
+        rows, columns = [(*r, list(f.deleted)) for r, f in zip(rows, files)], f"{columns}, {DELETED} array<long>"
+    listing = local_frame(spark, rows, columns)
     if keyed is not None:
         listing = listing.crossJoin(gathered(keyed.wanted.select(_collected(keyed.keys))))
     return read_listed(listing, schema, options_for(files[0].uri))
@@ -160,10 +169,11 @@ def _reader(schema: pa.Schema, options: dict[str, str]):
         for batch in batches:
             keys = batch.column(KEYS) if KEYS in batch.schema.names else None
             ordinals = batch.column(FILE_POSITION).to_pylist() if FILE_POSITION in batch.schema.names else None
+            deleted = batch.column(DELETED).to_pylist() if DELETED in batch.schema.names else None
             for i, uri in enumerate(batch.column(URI).to_pylist()):
                 wanted = pa.Table.from_struct_array(keys[i].values) if keys is not None else None
                 table = read_file(uri, schema, options, ordinal=ordinals[i] if ordinals is not None else None,
-                                  wanted=wanted)
+                                  wanted=wanted, deleted=deleted[i] if deleted is not None else None)
                 if wanted is not None:
                     table = rows_with_keys(table, wanted)
                 yield from table.to_batches()
@@ -172,13 +182,15 @@ def _reader(schema: pa.Schema, options: dict[str, str]):
 
 
 def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordinal: int | None = None,
-              partition: Mapping[str, str | None] | None = None, wanted: pa.Table | None = None) -> pa.Table:
+              partition: Mapping[str, str | None] | None = None, wanted: pa.Table | None = None,
+              deleted: Sequence[int] | None = None) -> pa.Table:
     """One data file's rows under `schema`, read with pyarrow through the filesystem of its URI (in a
     task): columns in `partition` take its values (as the Delta log gives them), and `FILE_POSITION`
     and `ROW_POSITION`, where `schema` has them, are `ordinal` and each row's place in the file.
     Columns the file lacks (written before the table gained them) are NULL, as Delta reads them.
     With `wanted` (keys, in columns named as the file's), the row groups whose statistics show no
-    wanted key and no NULL are skipped (`row_groups_with`): the caller still keeps the rows it wants."""
+    wanted key and no NULL are skipped (`row_groups_with`): the caller still keeps the rows it wants.
+    The rows at the positions `deleted` (its deletion vector's) are left out."""
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -192,19 +204,21 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
         columns = [f.name for f in schema if f.name not in computed and f.name in stored.schema_arrow.names]
         groups = None if wanted is None else row_groups_with(stored.metadata, wanted)
         rows = stored.read(columns=columns) if groups is None else stored.read_row_groups(groups, columns=columns)
-    n = rows.num_rows
-
-    def positions() -> pa.Array:
-        if groups is None:
-            return pa.array(np.arange(n))
+    if groups is None:
+        at = np.arange(rows.num_rows)
+    else:
         starts = np.cumsum([0] + [stored.metadata.row_group(g).num_rows for g in range(stored.metadata.num_row_groups)])
-        return pa.array(np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups] or [np.arange(0)]))
+        at = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups] or [np.arange(0)])
+    if deleted:
+        kept = ~np.isin(at, np.asarray(deleted, dtype=np.int64))
+        rows, at = rows.filter(pa.array(kept)), at[kept]
+    n = rows.num_rows
 
     def column(field: pa.Field) -> pa.Array | pa.ChunkedArray:
         if field.name == FILE_POSITION:
             return pa.array([ordinal] * n, field.type)
         if field.name == ROW_POSITION:
-            return positions().cast(field.type)
+            return pa.array(at).cast(field.type)
         if field.name in partition:
             return pa.array([partition[field.name]] * n, pa.string()).cast(field.type)
         if field.name not in rows.column_names:

@@ -108,7 +108,7 @@ def _count(files: Sequence[DataFile]) -> int | None:
     """How many rows the files hold, if each one's statistics say."""
     if any(f.stats is None for f in files):
         return None
-    return sum(f.num_records for f in files)
+    return sum(f.num_records - len(f.deleted) for f in files)
 
 
 def _only_inserts(files: Sequence[DataFile], op_column: str) -> bool | None:

@@ -32,11 +32,14 @@ class TimeRange:
 
 def time_range(files: Sequence[DataFile], column: str) -> TimeRange | None:
     """The range of the timestamp `column` over the rows of `files`, as Spark reads them; None
-    when a footer cannot tell it exactly (no statistics, or a type whose stored values Spark converts).
+    when a footer cannot tell it exactly (no statistics, a type whose stored values Spark converts, or
+    a file with a deletion vector).
 
     Names match as Spark matches them, ignoring case. A file without the column holds NULLs there
     (the table gained it later), as Delta reads it.
     """
+    if any(f.deleted for f in files):
+        return None  # a footer's figures count the rows a deletion vector deletes
     lo: int | None = None
     hi: int | None = None
     for f in files:

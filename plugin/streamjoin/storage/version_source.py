@@ -75,11 +75,13 @@ def schema_table(spark: SparkSession, schema: StructType) -> str:
 
 @dataclass(frozen=True)
 class _File(InputPartition):
-    """One data file to read: its position in the version's file order, URI and partition values."""
+    """One data file to read: its position in the version's file order, URI, partition values, and
+    the positions of the rows its deletion vector deletes."""
 
     ordinal: int
     uri: str
     partition: Mapping[str, str | None]
+    deleted: tuple[int, ...] = ()
 
 
 class DeltaVersionSource(DataSource):
@@ -108,17 +110,18 @@ class _Reader(DataSourceReader):
         _register(self.options)
         path, at, files = self.options["path"], int(self.options["version"]), self.options.get("files")
         if files == "changes":
-            return [_File(i, f.uri, partition) for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))]
+            return [_File(i, f.uri, partition, f.deleted)
+                    for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))]
         if files == "added":
-            return [_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)})
+            return [_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)}, f.deleted)
                     for i, f in enumerate(delta_log.added_between(path, -1, at, what=path))]
-        return [_File(i, f.uri, dict(f.partition)) for i, f in enumerate(delta_log.data_files(path, at))]
+        return [_File(i, f.uri, dict(f.partition), f.deleted) for i, f in enumerate(delta_log.data_files(path, at))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
             return
         table = read_file(partition.uri, self.arrow, _storage_options(self.options), ordinal=partition.ordinal,
-                          partition=partition.partition)
+                          partition=partition.partition, deleted=partition.deleted)
         yield from table.to_batches()
 
 
