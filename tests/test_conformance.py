@@ -35,13 +35,11 @@ def test_case(outcomes, name):
 def tests_settings_kept(spark):
     """The runner's `local_session` returns the tests' session here, with streamjoin's defaults set on
     it (200 shuffle partitions among them): put the tests' settings back for the tests that follow."""
+    from streamjoin.runtime.run import session_conf
     from streamjoin.session import DEFAULTS
 
-    saved = {key: spark.conf.get(key, None) for key in DEFAULTS}
-    yield
-    for key, value in saved.items():
-        if spark.conf.get(key, None) != value:
-            spark.conf.set(key, value) if value is not None else spark.conf.unset(key)
+    with session_conf(spark, {key: None for key in DEFAULTS if spark.conf.isModifiable(key)}):
+        yield
 
 
 def test_the_runner_prints_a_line_per_case_and_a_summary_and_fails_on_a_mismatch(spark, tmp_path, capsys,

@@ -3,13 +3,14 @@ Spark's RocksDB state store runs beside it (it failed while sessions switched `f
 raw local file system, which `FileSystem.getLocal` cannot return)."""
 from __future__ import annotations
 
+from streamjoin.runtime.run import session_conf
+
 
 def test_a_stream_stream_join_with_the_rocksdb_state_store_runs_in_the_session(spark, tmp_path):
-    provider, partitions = "spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions"
-    spark.conf.set(provider, "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-    saved = spark.conf.get(partitions)
-    spark.conf.set(partitions, "1")  # a state store per partition: at Spark's 200 the query takes 80 s, not 7
-    try:
+    # a state store per partition: at Spark's 200 the query takes 80 s, not 7
+    with session_conf(spark, {"spark.sql.streaming.stateStore.providerClass":
+                              "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                              "spark.sql.shuffle.partitions": "1"}):
         for name in ("a", "b"):
             spark.range(20).selectExpr("id AS k", "timestamp_seconds(id + 1000) AS ts").write.parquet(str(tmp_path / name))
             (spark.readStream.schema("k long, ts timestamp").parquet(str(tmp_path / name))
@@ -22,6 +23,3 @@ def test_a_stream_stream_join_with_the_rocksdb_state_store_runs_in_the_session(s
         query.awaitTermination(300)
         assert query.exception() is None
         assert sorted(r.k for r in spark.read.parquet(str(tmp_path / "out")).collect()) == list(range(20))
-    finally:
-        spark.conf.unset(provider)
-        spark.conf.set(partitions, saved)

@@ -248,9 +248,9 @@ def files_with_deletions(path: str, table_version: int | None) -> list[str]:
     return [] if table_version is None else sorted(_deleted_rows(table(path, table_version)))
 
 
-def _deleted_at(path: str, table_version: int, rel: str) -> tuple[int, ...]:
-    """The rows a file's deletion vector deletes at a table version (the file is live there)."""
-    return next((f.deleted for f in _listing(path, table_version) if f.path == rel), ())
+def _deletions(path: str, table_version: int) -> dict[str, tuple[int, ...]]:
+    """The rows each live file's deletion vector deletes at a table version, by its path in the log."""
+    return {f.path: f.deleted for f in _listing(path, table_version) if f.deleted}
 
 
 def _flat_stats(action: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -279,6 +279,15 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
 
     The removes of a retention commit (`python -m streamjoin maintain`) trim history: no data change."""
     root = root_of(table(path, end))
+    deletions: dict[int, dict[str, tuple[int, ...]]] = {}  # each version listed once, for its deletion vectors
+
+    def deleted_by(kind: str, v: int, rel: str) -> tuple[int, ...]:
+        """The rows a file's deletion vector deletes: an added file is live at v, a removed one was before."""
+        live = v if kind == "add" else v - 1
+        if live not in deletions:
+            deletions[live] = _deletions(path, live)
+        return deletions[live].get(rel, ())
+
     for v in range(start_exclusive + 1, end + 1):
         try:
             text = filesystem.read_bytes(filesystem.join(root, "_delta_log", f"{v:020d}.json")).decode("utf-8")
@@ -293,8 +302,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
                     a = action[kind]
                     rel = unquote(a["path"])
                     stats = json.loads(a["stats"]) if a.get("stats") else None
-                    # a file added with a deletion vector is live at v; one removed with its vector was live before
-                    deleted = _deleted_at(path, v if kind == "add" else v - 1, rel) if a.get("deletionVector") else ()
+                    deleted = deleted_by(kind, v, rel) if a.get("deletionVector") else ()
                     yield v, kind, DataFile(uri=rel if rel.startswith("/") or "://" in rel else f"{root}/{rel}",
                                             partition=a.get("partitionValues") or {},
                                             num_records=int((stats or {}).get("numRecords") or 0), version=v,

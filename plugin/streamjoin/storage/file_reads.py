@@ -204,11 +204,14 @@ def read_file(uri: str, schema: pa.Schema, options: Mapping[str, str], *, ordina
         columns = [f.name for f in schema if f.name not in computed and f.name in stored.schema_arrow.names]
         groups = None if wanted is None else row_groups_with(stored.metadata, wanted)
         rows = stored.read(columns=columns) if groups is None else stored.read_row_groups(groups, columns=columns)
-    if groups is None:
-        at = np.arange(rows.num_rows)
-    else:
+    def positions() -> np.ndarray:
+        """Each row's place in the file."""
+        if groups is None:
+            return np.arange(rows.num_rows)
         starts = np.cumsum([0] + [stored.metadata.row_group(g).num_rows for g in range(stored.metadata.num_row_groups)])
-        at = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups] or [np.arange(0)])
+        return np.concatenate([np.arange(starts[g], starts[g + 1]) for g in groups] or [np.arange(0)])
+
+    at = positions() if deleted or ROW_POSITION in schema.names else None
     if deleted:
         kept = ~np.isin(at, np.asarray(deleted, dtype=np.int64))
         rows, at = rows.filter(pa.array(kept)), at[kept]
