@@ -50,8 +50,8 @@ from {{ l.relation }} as {{ l.alias }}
 {#-- window_join: a window join, as Flink writes it. Both inputs (append-only, each with an
      event_time) go through the same window table function — `window` 'tumble', 'hop' or
      'cumulate' over `time` (one column name, or a list of the left's and the right's), of `size`
-     (a duration such as '5 minutes'), with `slide` (hop: the
-     slide; cumulate: the step) and an optional `offset` — and join on `on` within each window,
+     (a duration such as '5 minutes'), with `slide` (hop: the slide; cumulate: the step) and an
+     optional `offset` (which may be negative, '-1 minute') — and join on `on` within each window,
      once the watermark passes the window's end. join_type 'inner', 'left', 'right', 'full',
      'semi' or 'anti'. `columns` may name L/R aliases' window_start, window_end and window_time. --#}
 {% macro window_join(left, right, on, time, window, size, slide=none, offset=none, join_type='inner', columns=none, where=none, extra_on=[]) -%}
@@ -178,7 +178,11 @@ where {{ where }}
   {%- endif -%}
   {%- set sizes = ([slide] if slide is not none else []) + [size] + ([offset] if offset is not none else []) -%}
   {%- set args = [] -%}
-  {%- for duration in sizes -%}{%- do args.append(streamjoin._interval(duration)[2:]) -%}{%- endfor -%}
+  {#-- a negative duration keeps its sign inside the literal (an offset may be negative, as in Flink) --#}
+  {%- for duration in sizes -%}
+    {%- set interval = streamjoin._interval(duration) -%}
+    {%- do args.append(interval[2:] if interval[0] == '+' else interval[2:].replace("INTERVAL '", "INTERVAL '-", 1)) -%}
+  {%- endfor -%}
   {{ return('table(' ~ kind | lower ~ '(table ' ~ relation ~ ', descriptor(' ~ time ~ '), ' ~ (args | join(', ')) ~ '))') }}
 {%- endmacro %}
 

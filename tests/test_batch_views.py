@@ -30,7 +30,7 @@ import test_asof_join as asof_cases
 import test_lookup_join as lookup_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import t as at_second
-from test_window_join import L, R, append_only_runs, property_sql
+from test_window_join import WINDOWS, L, R, append_only_runs, property_sql
 
 
 def rows(spark, relation: str) -> Counter:
@@ -177,7 +177,7 @@ def test_lookup_after_a_join_results_equal_their_batch_views(spark, runs, left):
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(runs=append_only_runs(late=False), kind=st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]),
+@given(runs=append_only_runs(late=False), kind=st.sampled_from(sorted(WINDOWS)),
        join=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL", "SEMI", "ANTI"]))
 def test_window_join_results_equal_their_batch_views(spark, runs, kind, join):
     assert_views_match(spark, {"name": "window-views-property", "sql": property_sql(kind, join),

@@ -47,6 +47,14 @@ TUMBLE = "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '5' SECOND))"
 HOP = "TABLE(HOP(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND))"
 CUMULATE = "TABLE(CUMULATE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))"
 SAME_WINDOW = "L.window_start = R.window_start AND L.window_end = R.window_end"
+#: The same kinds as Flink also writes them: by parameter name, with offsets (negative, and HOP's beyond its slide).
+TUMBLE_NAMED = ("TABLE(TUMBLE(DATA => TABLE {t}, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '5' SECOND, "
+                "`OFFSET` => INTERVAL '-1' SECOND))")
+HOP_OFFSET = "TABLE(HOP(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND, INTERVAL '3' SECOND))"
+CUMULATE_NAMED = ("TABLE(CUMULATE(DATA => TABLE {t}, TIMECOL => DESCRIPTOR(ts), STEP => INTERVAL '2' SECOND, "
+                  "SIZE => INTERVAL '6' SECOND, `OFFSET` => INTERVAL '-5' SECOND))")
+WINDOWS = {"TUMBLE": TUMBLE, "HOP": HOP, "CUMULATE": CUMULATE, "TUMBLE_NAMED": TUMBLE_NAMED, "HOP_OFFSET": HOP_OFFSET,
+           "CUMULATE_NAMED": CUMULATE_NAMED}
 
 
 def join_sql(kind: str, windows: str = TUMBLE, extra: str = "") -> str:
@@ -154,12 +162,28 @@ def test_explain_names_the_window_join_and_its_windows():
     (join_sql("INNER", CUMULATE.replace("'6'", "'5'")), {}, {}, "the size a whole multiple of the step"),
     (join_sql("INNER", TUMBLE.replace("INTERVAL '5' SECOND", "INTERVAL '1' MONTH")), {}, {},
      "must be a fixed, non-negative INTERVAL"),
-    (join_sql("INNER", "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts)))"), {}, {}, "TUMBLE takes positional arguments"),
+    (join_sql("INNER", "TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts)))"), {}, {}, "TUMBLE takes its arguments in order"),
+    (join_sql("INNER", "TABLE(TUMBLE(TIMECOL => DESCRIPTOR(ts), DATA => TABLE {t}, SIZE => INTERVAL '5' SECOND))"), {}, {},
+     "TUMBLE takes its arguments in order: TUMBLE(TABLE <input>, DESCRIPTOR(<event time>), <size>[, <offset>]), or "
+     "with Flink's names in that order: TUMBLE(DATA => TABLE <input>, TIMECOL => "),
+    (join_sql("INNER", HOP.replace("INTERVAL '2'", "SIZE => INTERVAL '2'")), {}, {}, "HOP takes its arguments in order"),
+    (join_sql("INNER", TUMBLE.replace("SECOND))", "SECOND, INTERVAL '-5' SECOND))")), {}, {},
+     "TUMBLE's offset must be smaller than its size in absolute value, as in Flink (|-5s| >= 5s)"),
+    (join_sql("INNER", HOP.replace("INTERVAL '4' SECOND", "INTERVAL '-4' SECOND")), {}, {},
+     "the size of a window must be a fixed, non-negative INTERVAL"),
     (join_sql("INNER"), {}, {"join_strategy": "multi"}, "join_strategy 'multi' cannot include a window join"),
 ])
 def test_unsupported_variants_fail_at_compile_time(sql, inputs, config, message):
     error = compile_error("windows_model", sql, {"l": L, "r": R, **inputs}, config)
     assert message in error and "model 'windows_model'" in error
+
+
+def test_flinks_named_arguments_mean_what_their_positions_mean():
+    named = compile_sql("m", join_sql("LEFT", CUMULATE_NAMED), _specs())
+    positional = compile_sql("m", join_sql("LEFT", "TABLE(CUMULATE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND, "
+                                                   "INTERVAL '6' SECOND, INTERVAL '-5' SECOND))"), _specs())
+    assert named.explain() == positional.explain()
+    assert str(named.root.window) == "per window CUMULATE(ts, size 6s, step 2s, offset -5s), fired at its end"
 
 
 # -- property: the rule, computed in Python ---------------------------------------------------------
@@ -217,7 +241,7 @@ def expected_emissions(runs: list[dict], kind: str, join: str,
 
 
 def property_sql(kind: str, join: str) -> str:
-    windows = {"TUMBLE": TUMBLE, "HOP": HOP, "CUMULATE": CUMULATE}[kind]
+    windows = WINDOWS[kind]
     if join in ("SEMI", "ANTI"):
         neg = "NOT " if join == "ANTI" else ""
         return (f"SELECT L.k, L.v, L.window_end FROM {windows.format(t='l')} L WHERE {neg}EXISTS (SELECT 1 FROM "
@@ -288,7 +312,7 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
     rng = random.Random(20261124)
     queries = [property_sql(kind, join) for kind, join in
                [("TUMBLE", "FULL"), ("HOP", "LEFT"), ("CUMULATE", "INNER"), ("TUMBLE", "SEMI"), ("HOP", "ANTI"),
-                ("CUMULATE", "RIGHT")]]
+                ("CUMULATE", "RIGHT"), ("TUMBLE_NAMED", "LEFT"), ("HOP_OFFSET", "FULL"), ("CUMULATE_NAMED", "ANTI")]]
     cases, marks = [], {}
     for i, sql in enumerate(queries):
         c, m = random_on_time_case(f"window-{i}", sql, rng)

@@ -67,7 +67,7 @@ MODELS = {
                         "left join {{ source('crm', 'accounts') }} a on o.account_id = a.account_id",
     "orders_windows": "{{ config(materialized='streaming_join') }}\n"
                       "{{ streamjoin.window_join(source('crm', 'orders'), source('crm', 'accounts'), on='account_id', "
-                      "time='ts', window='hop', size='10 minutes', slide='5 minutes', join_type='left', "
+                      "time='ts', window='hop', size='10 minutes', slide='5 minutes', offset='-1 minute', join_type='left', "
                       "columns=['orders.order_id', 'accounts.region', 'orders.window_end']) }}",
     "orders_asof": "{{ config(materialized='streaming_join') }}\n"
                    "{{ streamjoin.asof_join(source('crm', 'orders'), source('crm', 'accounts'), on='account_id', "
@@ -121,7 +121,7 @@ def test_compile_renders_every_node_without_starting_spark(compiled: Compiled) -
 
 def test_the_window_join_macro_renders_flinks_window_table_functions(compiled: Compiled) -> None:
     code = compiled.compile.results["orders_windows"]["compiled_code"]
-    hop = "table(hop(table crm.{}, descriptor(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE))"
+    hop = "table(hop(table crm.{}, descriptor(ts), INTERVAL '5' MINUTE, INTERVAL '10' MINUTE, INTERVAL '-1' MINUTE))"
     assert f"from {hop.format('orders')} as orders" in code and f"left join {hop.format('accounts')} as accounts" in code
     sql = code[code.index("select"):code.rindex("window_end") + len("window_end")]
     specs = {name: InputSpec.from_dict(name, {"columns": [["account_id", "bigint"], [column, "string"], ["ts", "timestamp"]],
@@ -130,7 +130,7 @@ def test_the_window_join_macro_renders_flinks_window_table_functions(compiled: C
     plan = compile_sql("orders_windows", rename_relations("orders_windows", sql, {"orders": "crm.orders",
                                                                                    "accounts": "crm.accounts"}), specs)
     assert "left window join j1 ON `orders__account_id` = `accounts__account_id`" in plan.explain()
-    assert str(plan.root.window) == "per window HOP(ts, size 600s, slide 300s), fired at its end"
+    assert str(plan.root.window) == "per window HOP(ts, size 600s, slide 300s, offset -60s), fired at its end"
 
 
 def test_the_asof_join_macro_renders_a_match_condition(compiled: Compiled) -> None:

@@ -137,7 +137,7 @@ class _Compiler:
             return bind_derived(self, table, scope)
         call = window_call(table)
         if call is not None:
-            spec = self.input_spec(input_table(call))
+            spec = self.input_spec(input_table(call, self.fail))
             view, tvf = window_view(call, spec.as_queried(), self.fail)
             scan = self.register(table.alias or spec.name, view, spec, scope, table)
             return replace(scan, windows=tvf_windows(tvf, scan))

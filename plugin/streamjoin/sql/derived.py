@@ -57,7 +57,7 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
         spec = binder.input_spec(from_.this)
         source, tvf, own = spec.as_queried(), None, from_.this.alias_or_name
     else:  # (SELECT ... FROM TABLE(TUMBLE(TABLE t, ...))): the window function's rows, with their windows
-        spec = binder.input_spec(input_table(call))
+        spec = binder.input_spec(input_table(call, fail))
         (source, tvf), own = window_view(call, spec.as_queried(), fail), from_.this.alias or spec.name
     inner = Scope(bindings={own.lower(): Binding(own, source, own)})
     where = predicates(sub.args["where"].this) if sub.args.get("where") else []

@@ -6,7 +6,8 @@ Flink's form reads an input through a window table function and joins on the win
     JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' MINUTES)) R
       ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end
 
-(TUMBLE(size), HOP(slide, size), CUMULATE(step, size), each with an optional offset; the
+(TUMBLE(size), HOP(slide, size), CUMULATE(step, size), each with an optional offset, which may
+be negative; arguments by position or by Flink's names, `DATA => TABLE l, TIMECOL => ...`; the
 function may also stand in a derived table). It adds `window_start`, `window_end` and
 `window_time` (the end minus 1 ms) to each row, one row per window the row belongs to. Spark's
 form is a derived table that adds `window(ts, '5 minutes'[, slide])` (or its `.start`/`.end`)
@@ -27,11 +28,11 @@ per window TUMBLE(ts, size 300s), fired at its end
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from ..errors import CompileError
 from ..spec import APPEND_FORMATS, Column, InputSpec
@@ -41,21 +42,58 @@ from .time_bounds import interval_value
 
 FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE")
 _INTERVALS = {"TUMBLE": ("size",), "HOP": ("slide", "size"), "CUMULATE": ("step", "size")}
+#: Each function's parameters in order, by the names of Flink's named form
+#: (`TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '5' MINUTES)`).
+PARAMETERS = {kind: ("DATA", "TIMECOL", *(n.upper() for n in names), "OFFSET") for kind, names in _INTERVALS.items()}
 Fail = Callable[..., CompileError]
 
 
 def parseable(sql: str) -> str:
-    """The SQL with the `TABLE` keyword before a window function's input blanked out (same length,
-    so positions in errors still point into the user's SQL): `TABLE(TUMBLE(TABLE t, ...))` ->
-    `TABLE(TUMBLE(      t, ...))`, which the Spark dialect parses."""
+    """The SQL as the Spark dialect parses it, at the same length (positions in errors still point
+    into the user's SQL): in each window function, the `TABLE` keyword before its input blanked
+    out, and so are Flink's parameter names where each names the parameter at its place:
+    `TABLE(TUMBLE(TABLE t, ...))` -> `TABLE(TUMBLE(      t, ...))`, and
+    `TABLE(TUMBLE(DATA => TABLE t, TIMECOL => ...` -> `TABLE(TUMBLE(              t,            ...`.
+    A name out of its place stays, and `windowing` says how to write the call."""
     tokens = sqlglot.Dialect.get_or_raise("spark").tokenize(sql)
     chars = list(sql)
-    for i in range(len(tokens) - 4):
-        a, b, f, c, t = tokens[i:i + 5]
-        if (a.text.upper() == "TABLE" and b.token_type == TokenType.L_PAREN and f.text.upper() in FUNCTIONS
-                and c.token_type == TokenType.L_PAREN and t.text.upper() == "TABLE"):
-            chars[t.start:t.end + 1] = " " * (t.end + 1 - t.start)
+
+    def blank(token: Token) -> None:
+        chars[token.start:token.end + 1] = " " * (token.end + 1 - token.start)
+
+    for i in range(len(tokens) - 3):
+        a, b, f, c = tokens[i:i + 4]
+        if not (a.text.upper() == "TABLE" and b.token_type == TokenType.L_PAREN and f.text.upper() in FUNCTIONS
+                and c.token_type == TokenType.L_PAREN):
+            continue
+        names = PARAMETERS[f.text.upper()]
+        for position, j in _arguments(tokens, i + 4):
+            named = j + 1 < len(tokens) and tokens[j + 1].token_type == TokenType.FARROW
+            if named and position < len(names) and tokens[j].text.upper() == names[position]:
+                blank(tokens[j])
+                blank(tokens[j + 1])
+            first = j + 2 if named else j
+            if (position == 0 or named and tokens[j].text.upper() == "DATA") and first < len(tokens) \
+                    and tokens[first].token_type == TokenType.TABLE:
+                blank(tokens[first])
     return "".join(chars)
+
+
+def _arguments(tokens: list[Token], start: int) -> Iterator[tuple[int, int]]:
+    """(place, index of its first token) of each argument of the call whose arguments start at token `start`."""
+    depth, position = 0, 0
+    yield position, start
+    for j in range(start, len(tokens)):
+        kind = tokens[j].token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            if depth == 0:
+                return
+            depth -= 1
+        elif kind == TokenType.COMMA and depth == 0:
+            position += 1
+            yield position, j + 1
 
 
 def window_call(table: exp.Expression) -> exp.Anonymous | None:
@@ -67,13 +105,15 @@ def window_call(table: exp.Expression) -> exp.Anonymous | None:
     return call if isinstance(call, exp.Anonymous) and str(call.this).upper() in FUNCTIONS else None
 
 
-def _micros(node: exp.Expression, what: str, fail: Fail) -> int:
+def _micros(node: exp.Expression, what: str, fail: Fail, *, signed: bool = False) -> int:
+    """A window parameter's INTERVAL in microseconds (only an offset may be negative, as in Flink)."""
     try:
         value = interval_value(node) if isinstance(node, exp.Interval) else None
     except Exception:  # an interval that is not a fixed duration (months, years)
         value = None
-    if value is None or value.total_seconds() < 0:
-        raise fail(f"the {what} of a window must be a fixed, non-negative INTERVAL (e.g. INTERVAL '5' MINUTES), not "
+    if value is None or (value.total_seconds() < 0 and not signed):
+        kind = "fixed" if signed else "fixed, non-negative"
+        raise fail(f"the {what} of a window must be a {kind} INTERVAL (e.g. INTERVAL '5' MINUTES), not "
                    f"{node.sql('spark')}", node)
     return int(value.total_seconds() * 1_000_000)
 
@@ -83,10 +123,9 @@ def windowing(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> Windowing:
     kind = str(call.this).upper()
     args = list(call.expressions)
     names = _INTERVALS[kind]
-    usage = (f"{kind}(TABLE {spec.name}, DESCRIPTOR(<event time>), "
-             + ", ".join(f"<{n}>" for n in names) + "[, <offset>])")
-    if len(args) not in (2 + len(names), 3 + len(names)) or any(isinstance(a, exp.PropertyEQ) for a in args):
-        raise fail(f"{kind} takes positional arguments: {usage}", call)
+    usage = _usage(kind, spec.name)
+    if len(args) not in (2 + len(names), 3 + len(names)) or any(isinstance(a, (exp.PropertyEQ, exp.Kwarg)) for a in args):
+        raise fail(f"{kind} takes its arguments in order: {usage}", call)
     descriptor = args[1]
     if not (isinstance(descriptor, exp.Anonymous) and str(descriptor.this).upper() == "DESCRIPTOR"
             and len(descriptor.expressions) == 1 and isinstance(descriptor.expressions[0], exp.Column)):
@@ -96,13 +135,24 @@ def windowing(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> Windowing:
         raise fail(f"{kind} over '{spec.name}' must window by the input's event time "
                    f"({spec.event_time or 'none declared: declare event_time'}), not DESCRIPTOR({time})", descriptor)
     values = dict(zip(names, (_micros(a, n, fail) for a, n in zip(args[2:], names))))
-    offset = _micros(args[-1], "offset", fail) if len(args) == 3 + len(names) else 0
+    offset = _micros(args[-1], "offset", fail, signed=True) if len(args) == 3 + len(names) else 0
     size = values["size"]
     step = values.get("slide", values.get("step", size))
     if size <= 0 or step <= 0 or (kind == "CUMULATE" and size % step):
         raise fail(f"{kind}'s size and {names[0]} must be positive" + (", the size a whole multiple of the step, as "
                    "in Flink" if kind == "CUMULATE" else ""), call)
+    if kind == "TUMBLE" and abs(offset) >= size:
+        raise fail(f"TUMBLE's offset must be smaller than its size in absolute value, as in Flink "
+                   f"(|{offset / 1e6:g}s| >= {size / 1e6:g}s)", args[-1])
     return Windowing(kind, next(c for c in spec.column_names if c.lower() == time.lower()), size, step, offset)
+
+
+def _usage(kind: str, input_name: str) -> str:
+    """How to call window function `kind` over an input: by position, or with Flink's names in order."""
+    names = _INTERVALS[kind]
+    return (f"{kind}(TABLE {input_name}, DESCRIPTOR(<event time>), " + ", ".join(f"<{n}>" for n in names)
+            + f"[, <offset>]), or with Flink's names in that order: {kind}(DATA => TABLE {input_name}, TIMECOL => "
+            + "DESCRIPTOR(<event time>), " + ", ".join(f"{n.upper()} => <{n}>" for n in names) + "[, `OFFSET` => <offset>])")
 
 
 def window_view(call: exp.Anonymous, spec: InputSpec, fail: Fail) -> tuple[InputSpec, Windowing]:
@@ -130,14 +180,14 @@ def window_inputs(tree: exp.Expression) -> list[exp.Column]:
     return [c.expressions[0] for c in calls if c is not None and c.expressions and isinstance(c.expressions[0], exp.Column)]
 
 
-def input_table(call: exp.Anonymous) -> exp.Table:
+def input_table(call: exp.Anonymous, fail: Fail) -> exp.Table:
     """The input the window function reads, as a table reference."""
     first = call.expressions[0] if call.expressions else None
     if isinstance(first, exp.Column):
         return exp.to_table(first.sql("spark"), dialect="spark")
     if isinstance(first, exp.Table):
         return first
-    raise CompileError(f"{call.sql('spark')}: the first argument must be TABLE <input>")
+    raise fail(f"{str(call.this).upper()} takes its arguments in order: {_usage(str(call.this).upper(), '<input>')}", call)
 
 
 def spark_window_part(body: exp.Expression) -> tuple[str, exp.Anonymous] | None:
@@ -231,13 +281,18 @@ def to_spark(tree: exp.Expression) -> exp.Expression:
         call = window_call(node)
         if call is None:
             return node
-        source = input_table(call)
+        source = input_table(call, _compiled)
         spec = InputSpec(name=source.name, columns=(Column(call.expressions[1].expressions[0].name, "timestamp"),),
                          event_time=call.expressions[1].expressions[0].name)
-        tvf = windowing(call, spec, lambda message, where=None: CompileError(message))
+        tvf = windowing(call, spec, _compiled)
         added = ", ".join(f"{sql} AS {name}" for name, sql in tvf.columns_sql("`__w`").items())
         sub = sqlglot.parse_one(f"SELECT `__input`.*, {added} FROM {source.sql('spark')} AS `__input` "
                                 f"LATERAL VIEW explode({tvf.windows_sql()}) `__windows` AS `__w`", read="spark")
         return exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(node.alias or call.expressions[0].name)))
 
     return tree.transform(swap)
+
+
+def _compiled(message: str, where: exp.Expression | None = None) -> CompileError:
+    """The error of a window function in SQL that compiled (`to_spark` runs on a model's SQL only)."""
+    return CompileError(message)
