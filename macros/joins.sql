@@ -31,7 +31,7 @@ from {{ l.relation }} as {{ l.alias }}
 
 
 {#-- temporal_join: an event-time temporal join, as Flink writes it. Each row of `left` (the probe,
-     append-only, with an event_time) joins the version of `right` (the versioned input: it declares
+     with an event_time; an update or deletion retracts what its row joined) joins the version of `right` (the versioned input: it declares
      a unique_key and an event_time) valid at the probe's `left_time`, once the watermark passes
      it; `on` must cover the versioned input's unique key. join_type 'inner' or 'left'. --#}
 {% macro temporal_join(left, right, on, left_time, join_type='inner', columns=none, where=none, extra_on=[]) -%}

@@ -67,14 +67,14 @@ def test_an_interval_join_names_its_bound_its_append_only_inputs_and_its_waterma
     assert re.search(r"watermark: .*orders\.ts - 5 seconds, ships\.ts .*allowed_lateness 90 seconds", text)
 
 
-def test_a_temporal_join_needs_only_its_probe_side_append_only():
+def test_a_temporal_join_takes_changes_on_both_sides():
     sql = ("select o.order_id, p.price from orders o left join prices for system_time as of o.ts as p "
            "on o.product_id = p.product_id")
     text = describe(compile_sql("m", sql, {"orders": ORDERS, "prices": PRICES}, ModelConfig()))
     assert "state j1_probes: orders AS o: probes the watermark has not passed yet" in text
     assert "state j1_versions: prices AS p: per key, the versions a future probe can still select" in text
     inputs = section(text, "inputs")
-    assert "orders: changelog_format append; event time ts; must be append-only: it is the probe side" in inputs
+    assert "orders: changelog_format append; event time ts; inserts, updates and deletes" in inputs
     assert "prices: changelog_format upsert; event time ts; inserts, updates and deletes" in inputs
 
 

@@ -114,6 +114,12 @@ def random_temporal_case(name: str, sql: str, rng: random.Random) -> tuple[dict,
                 for _ in range(rng.randint(1, 5))]
         rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1))] + [[2, 0, _ts(floor + 6)]]
         changes["p"] = [["+I", r] for r in rows]
+        # probe retractions, as a changelog probe side brings them: of a row of this run, and of the row the
+        # last run left waiting (each cancels before it is due; tests/test_temporal_join.py has late ones)
+        changes["p"] += [["-D", list(rng.choice(rows[:-1]))] for _ in range(rng.randint(0, 1))]
+        if runs and rng.random() < 0.5:
+            changes["p"].append(["-U", [2, 0, _ts(floor)]])
+            changes["p"].append(["+U", [2, rng.randint(0, 3), _ts(floor)]])
         for side, kinds in changes.items():
             top[side] = max([top[side]] + [int(r[2][-5:-3]) * 60 + int(r[2][-2:]) for _, r in kinds])
         marks.append(min(top.values()))

@@ -48,7 +48,7 @@ def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
             continue
         if node.time_bound or node.window:
             needing, why = scans(node), f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
-        elif node.temporal:
+        elif node.temporal and node.temporal.processing_time:  # an event-time join's probes may change, as in Flink
             needing, why = scans(node.left), f"it is the probe side of the {node.kind} join {node.id}"
         else:
             continue

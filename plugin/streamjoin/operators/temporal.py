@@ -1,7 +1,7 @@
 """The event-time temporal join, with Flink's TemporalRowTimeJoinOperator semantics, in bulk.
 
 `FROM p [LEFT] JOIN v FOR SYSTEM_TIME AS OF p.time AS v ON p.k = v.k [AND residual]`: the
-left input is append-only (the probes), the right input is versioned. The versioned input's
+left input holds the probes, the right input is versioned. The versioned input's
 changelog is read as Flink's operator reads it: per key (the join key), each change is an
 *entry* at its event time — `+I`/`+U` a version valid from that time, `-D` a deletion from
 that time — and a later entry at the same key and time replaces the earlier one (in arrival
@@ -16,7 +16,11 @@ Per run:
    late ones included — selects the entry of its key with the largest time <= its own among
    the versions state holds plus this run's entries. It joins that version when there is one,
    it is not a deletion and the residual holds; otherwise it is null-padded under LEFT JOIN
-   (dropped under INNER). Output is append-only: a probe is emitted once.
+   (dropped under INNER). A probe is emitted once, with its weight: as in Flink, the probe
+   side may be a changelog, and a `-U`/`-D` probe (weight -1) is joined as its row, when the
+   watermark passes its time, and retracts what it joins (the row an earlier run emitted for the
+   insert, when state still holds the version it joined). With an insert-only probe side the
+   output is append-only.
 3. Versions no future on-time probe can select leave state: per key, the last entry at or
    before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
@@ -39,8 +43,6 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-from ..errors import InputError
-from ..row_errors import retraction_examples
 from ..sql.plan import Join, Scan, TemporalSpec
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
@@ -75,7 +77,6 @@ class TemporalJoin:
         self.versions: JoinSide = sides[Side.RIGHT]
         self.scans: dict[str, Scan] = {PROBE: node.left, VERSIONS: node.right}  # type: ignore[dict-item]
         self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
-        self.model = executor.plan.model
         self.lateness_us = executor.plan.config.allowed_lateness // US
         paths = {PROBE: executor.tables.state(f"{node.id}_probes"), VERSIONS: executor.tables.state(f"{node.id}_versions")}
         self.schemas = {
@@ -96,28 +97,17 @@ class TemporalJoin:
         return self.x.project(self.scans[s], raw.withColumn(POS, pos.cast("long")),
                               col(spec.op_column).alias("_kind"), col(POS))
 
-    def statistics(self, probes: DataFrame, versions: DataFrame) -> dict[str, dict]:
-        """Each input's largest event time this run, and the probe's retractions: from its files'
-        footers and statistics where they tell them (`Executor.stored_time_range`), else in one Spark job."""
+    def max_times(self, probes: DataFrame, versions: DataFrame) -> dict[str, int | None]:
+        """Each input's largest event time this run (over rows of every kind): from its files' footers
+        where they tell it (`Executor.stored_time_range`), else in one Spark job."""
         known, parts = {}, []
         for s, rows, time in ((PROBE, probes, self.spec.probe_time), (VERSIONS, versions, self.spec.version_time)):
-            counts = s == PROBE  # the probe side must only insert; versions may change any way
-            stored = self.x.scan_time_range(self.scans[s], time, append_only=counts)
+            stored = self.x.scan_time_range(self.scans[s], time, append_only=False)
             if stored is not None:
-                known[s] = {"max_time": stored.hi, "retractions": 0}
+                known[s] = stored.hi
                 continue
-            retractions = F.count_if(col("_kind") != RowKind.INSERT.value) if counts else F.lit(0).cast("long")
-            parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time"),
-                                  retractions.alias("retractions")))
-        return {**known, **{r["s"]: {"max_time": r["max_time"], "retractions": r["retractions"]} for r in computed(parts)}}
-
-    def reject_retractions(self, probes: DataFrame, n: int) -> None:
-        examples = retraction_examples(probes, self.probe.columns)
-        raise InputError(
-            f"the probe side of an event-time temporal join must be append-only, as in Flink: {n} change(s) of kind "
-            f"-U/+U/-D reached the temporal join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog "
-            "(only +I rows, or changelog_format 'append'), or make it the versioned side",
-            model=self.model, input_name=self.inputs[PROBE].name)
+            parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time")))
+        return {**known, **{r["s"]: r["max_time"] for r in computed(parts)}}
 
     # -- state ----------------------------------------------------------------------------------
     def resolve(self, entries: DataFrame) -> DataFrame:
@@ -148,18 +138,18 @@ class TemporalJoin:
         x, persist = self.x, self.x.persist
         probes = persist(self.changes(PROBE))
         incoming = persist(self.changes(VERSIONS))
-        stats = self.statistics(probes, incoming)
-        if stats[PROBE]["retractions"]:
-            self.reject_retractions(probes, stats[PROBE]["retractions"])
+        max_times = self.max_times(probes, incoming)
         old = Clock.load(META_KEY, (PROBE, VERSIONS), self.tables[PROBE].path, self.tables[PROBE].version)
-        clock = old.advance({s: stats[s]["max_time"] for s in (PROBE, VERSIONS)},
+        clock = old.advance(max_times,
                             {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
         w_old, w_new = old.watermark, clock.watermark
 
-        # probes: this run's (after the scan's filters) and the stored ones not yet emitted
+        # probes: this run's (after the scan's filters; a retraction weighs -1) and the stored ones not yet emitted
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in self.scans[PROBE].filters],
                         F.lit(True))
-        arrived = consolidate(probes.where(passes).withColumn(WEIGHT, F.lit(1).cast("long")), self.probe.columns)
+        retracts = col("_kind").isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
+        weight = F.when(retracts, F.lit(-1)).otherwise(F.lit(1)).cast("long")
+        arrived = consolidate(probes.where(passes).withColumn(WEIGHT, weight), self.probe.columns)
         arrived = arrived.withColumn(RUN, F.lit(x.run_id).cast("long"))
         stored_probes = self.tables[PROBE].rows(x.spark)
         if w_old is not None:
@@ -218,5 +208,5 @@ class TemporalJoin:
 
 
 def run_temporal_join(executor: "Executor", node: Join) -> DataFrame:
-    """The output change of an event-time temporal join node for this run (append-only)."""
+    """The output change of an event-time temporal join node for this run (append-only when its probes only insert)."""
     return TemporalJoin(executor, node).run()

@@ -3,7 +3,8 @@
 A lookup join is the same clause AS OF the probe's processing-time column (an input's
 `proc_time`): each probe row joins the dimension's rows as they are in the run that brings it.
 
-Flink's syntax for the event-time join: the left (probe) input is append-only and declares an `event_time`; the right
+Flink's syntax for the event-time join: the left (probe) input declares an `event_time` (it may update and
+delete rows, as in Flink, in a changelog whose updates carry the row they replace: not `upsert`); the right
 input is versioned: it declares a `unique_key` (the key of its versions) and an `event_time`
 (when each version starts), and the equalities of the ON condition must cover that key.
 Every other condition on the versioned side is checked against the version a probe row
@@ -30,7 +31,7 @@ from typing import Callable, Mapping
 from sqlglot import exp
 
 from ..errors import CompileError
-from ..spec import APPEND_FORMATS, InputSpec
+from ..spec import InputSpec
 from ..types import JoinType, q
 from .plan import Join, Node, Scan, TemporalSpec, internal_name
 
@@ -156,10 +157,11 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
         elif clause.time != q(internal_name(probe.alias, _column(spec, spec.event_time))):
             problems.append(f"FOR SYSTEM_TIME AS OF must name the probe's event time {probe.alias}.{spec.event_time}, "
                             f"not {clause.time.replace('`', '')}")
-        if spec.changelog_format not in APPEND_FORMATS:
-            problems.append(f"the probe input '{spec.name}' has changelog_format '{spec.changelog_format}', which "
-                            "updates and deletes rows; the probe side must be append-only, as in Flink (declare "
-                            "an insert-only changelog, e.g. 'append')")
+        if spec.changelog_format == "upsert":
+            problems.append(f"the probe input '{spec.name}' has changelog_format 'upsert', whose updates carry no "
+                            "row they replace, so a probe's earlier row could not be retracted; declare a changelog "
+                            "whose updates carry it (changelog -U/+U rows, debezium, cdf) or an insert-only one "
+                            "('append')")
     if not isinstance(versions, Scan) or versions.derived:
         problems.append("the versioned side must be a declared input, not a derived table or a join")
         return problems

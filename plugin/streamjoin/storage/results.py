@@ -21,7 +21,7 @@ from ..local_rows import local_frame
 from ..one_partition import clustered
 from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
-from ..sql.plan import JoinPlan
+from ..sql.plan import Join, JoinPlan
 from ..types import q
 from ..zset import WEIGHT, col, consolidate, to_changelog
 from . import bucket_merge, change_data, delta_log, file_reads, filesystem, state
@@ -117,8 +117,11 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
 
 
 def _not_held(plan: JoinPlan) -> str:
-    return (f"model {plan.model}'s run retracts a row its result table does not hold (was the table changed outside "
-            "streamjoin?)")
+    temporal = [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
+    why = (f"a probe's update or deletion reached the temporal join {temporal[0]} with a time, or after a version "
+           "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted), "
+           "or the table was changed outside streamjoin") if temporal else "was the table changed outside streamjoin?"
+    return f"model {plan.model}'s run retracts a row its result table does not hold ({why})"
 
 
 def _unheld_error(message: str, rows: list[str], retracted: int) -> StreamJoinError:
