@@ -73,6 +73,7 @@ TEMPORAL_QUERIES = [
     "SELECT p.k, p.v, p.ts, r.w, r.ts AS rts FROM p JOIN r FOR SYSTEM_TIME AS OF p.ts AS r ON p.k = r.k",
     "SELECT p.k, p.v, p.ts, r.w FROM p LEFT JOIN r FOR SYSTEM_TIME AS OF p.ts AS r ON p.k = r.k AND r.w > p.v",
     "SELECT p.k, p.v, p.ts, r.w FROM p LEFT JOIN r FOR SYSTEM_TIME AS OF p.ts AS r ON p.k = r.k WHERE p.v < 3",
+    "SELECT p.k, p.v, p.ts, r.w FROM p LEFT JOIN r FOR SYSTEM_TIME AS OF p.ts AS r ON p.k IS NOT DISTINCT FROM r.k",
 ]
 TEMPORAL_INPUTS = {"p": {"columns": [["k", "int"], ["v", "int"], ["ts", "timestamp"]], "event_time": "ts"},
                    "r": {"columns": [["k", "int"], ["w", "int"], ["ts", "timestamp"]], "unique_key": ["k"],

@@ -89,7 +89,7 @@ def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str
     right: Scan = node.right  # type: ignore[assignment]
     spec = prefixes[right.alias]
     residual = [*right.filters, *([node.residual] if node.residual else [])]  # checked on the selected version
-    return replace(node, right=replace(right, filters=()),
+    return replace(node, right=replace(right, filters=()), keys=tuple(replace(k, null_safe=False) for k in node.keys),
                    residual=" AND ".join(f"({r})" for r in residual) if residual else None,
                    temporal=TemporalSpec(probe_time=clause.time.strip("`"),
                                          version_time=internal_name(right.alias, _column(spec, spec.event_time))))
@@ -178,9 +178,12 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
     if not node.keys:
         problems.append("its ON condition has no equality between the two sides; add one on the versioned "
                         "input's unique key (e.g. ON o.currency = r.currency)")
-    if any(k.null_safe for k in node.keys):
-        problems.append("a null-safe key (<=> / IS NOT DISTINCT FROM) is not supported: a version's key is never "
-                        "NULL; use =")
+    unique = {internal_name(versions.alias, _column(spec, u)).lower() for u in spec.unique_key}
+    loose = [k.right.strip("`") for k in node.keys if k.null_safe and k.right.strip("`").lower() not in unique]
+    if loose:
+        problems.append(f"a null-safe key (<=> / IS NOT DISTINCT FROM) on {', '.join(loose)}, outside the versioned "
+                        "input's unique_key, is not supported (on the unique key it means =: a version's key is "
+                        "never NULL); use =")
     keyed = {k.right.strip("`").lower() for k in node.keys}
     missing = [u for u in spec.unique_key if internal_name(versions.alias, _column(spec, u)).lower() not in keyed]
     if spec.unique_key and node.keys and missing:
