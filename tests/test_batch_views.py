@@ -29,6 +29,7 @@ from streamjoin.runtime.run import run_once
 import test_asof_join as asof_cases
 import test_lookup_join as lookup_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
+from test_temporal_join import SCENARIOS as TEMPORAL_SCENARIOS
 from test_temporal_join import t as at_second
 from test_window_join import WINDOWS, L, R, append_only_runs, property_sql
 
@@ -112,6 +113,15 @@ def test_a_temporal_batch_reads_a_change_data_feed_as_the_model_read_it(spark, t
     order((3, "EUR", 70), (4, "USD", 65), (5, "EUR", 30))
     # order 5 (at 30) joins the version valid then (120, replaced at 60); order 4 finds USD deleted
     assert run() == [(1, "EUR", None), (2, "EUR", 120), (3, "EUR", 130), (4, "USD", None), (5, "EUR", 120)]
+
+
+def test_a_temporal_batch_over_a_changelog_probe_side_joins_the_probes_it_holds_now(spark):
+    """Orders updated and deleted after they joined: the batch joins the orders as they are now."""
+    case = next(c for c in TEMPORAL_SCENARIOS if c["name"] == "an-updated-or-deleted-order-retracts-the-row-it-joined")
+    views = list(published_runs(spark, {**case, "runs": [{"changes": r["changes"]} for r in case["runs"]]},
+                                "default.temporal_changelog_probe"))
+    assert [sorted(result) for result, _, _ in views] == [[(1, "EUR", 100)], [(1, "EUR", 120)], [(3, "EUR", 140)]]
+    assert all(result == batch == on_time for result, batch, on_time in views)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
