@@ -115,6 +115,16 @@ def test_a_temporal_batch_reads_a_change_data_feed_as_the_model_read_it(spark, t
     assert run() == [(1, "EUR", None), (2, "EUR", 120), (3, "EUR", 130), (4, "USD", None), (5, "EUR", 120)]
 
 
+def test_two_inputs_with_the_same_columns_each_read_their_own_rows(spark):
+    """Spark resolves a table once per query whatever its options: the two inputs' reads must not share one."""
+    same = {"columns": [["k", "int"], ["w", "int"]]}
+    case = {"name": "same-columns", "sql": "SELECT a.k, a.w, b.w AS bw FROM a JOIN b ON a.k = b.k",
+            "inputs": {"a": same, "b": same},
+            "runs": [{"changes": {"a": [["+I", [1, 10]], ["+I", [2, 20]]], "b": [["+I", [1, 100]], ["+I", [2, 200]]]}}]}
+    [(result, batch, on_time)] = published_runs(spark, case, "default.same_columns")
+    assert sorted(batch.elements()) == [(1, 10, 100), (2, 20, 200)] and result == batch == on_time
+
+
 def test_a_temporal_batch_over_a_changelog_probe_side_joins_the_probes_it_holds_now(spark):
     """Orders updated and deleted after they joined: the batch joins the orders as they are now."""
     case = next(c for c in TEMPORAL_SCENARIOS if c["name"] == "an-updated-or-deleted-order-retracts-the-row-it-joined")

@@ -11,8 +11,10 @@ pyarrow reach works. Spark registers it in every session of this Python environm
 
 Spark keeps no options for a catalog table of a Python data source, so a view passes them in its
 table reference (`FROM <schema table> WITH ('path' = ..., 'version' = ...)`) to a table that only
-holds the columns: `schema_table` makes one per distinct set of columns, in the `streamjoin_schemas`
-database; it holds no data, and every view with those columns shares it.
+holds the columns: `schema_table` makes one per set of columns and table read (its path, and which
+files), in the `streamjoin_schemas` database; it holds no data. Two reads in one query never share
+one: Spark resolves a table once per query whatever its options, so a model's two inputs with the
+same columns read through one schema table both read the first.
 
 Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files;
 `added`, every file the log added up to the version in commit order: an upsert changelog's
@@ -56,13 +58,16 @@ def reference(spark: SparkSession, path: str, table_version: int, schema: Struct
     if storage:
         options["storage_options"] = json.dumps(storage, sort_keys=True)
     pairs = ", ".join(f"{text(k)} = {text(v)}" for k, v in options.items())
-    return f"{schema_table(spark, schema)} WITH ({pairs})"
+    read = json.dumps({k: v for k, v in options.items() if k != "version"}, sort_keys=True)
+    return f"{schema_table(spark, schema, read)} WITH ({pairs})"
 
 
-def schema_table(spark: SparkSession, schema: StructType) -> str:
-    """The name of a table of this data source that has `schema`'s columns and nothing else (made once)."""
+def schema_table(spark: SparkSession, schema: StructType, read: str) -> str:
+    """The name of a table of this data source that has `schema`'s columns and nothing else, for the
+    reads described by `read` (made once)."""
     ddl = ", ".join(f"{q(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
-    name = f"{SCHEMAS}.s_{hashlib.sha1(ddl.encode()).hexdigest()[:20]}"
+    digest = hashlib.sha1("\n".join((ddl, read)).encode()).hexdigest()[:20]
+    name = f"{SCHEMAS}.s_{digest}"
     if not table_exists(spark, name):
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {SCHEMAS}")
         try:
