@@ -12,6 +12,7 @@ and delete rows.
 from __future__ import annotations
 
 import json
+import random
 import tempfile
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -30,6 +31,7 @@ import test_asof_join as asof_cases
 import test_lookup_join as lookup_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import SCENARIOS as TEMPORAL_SCENARIOS
+from test_flink_agreement import CHAINED, chained_case
 from test_temporal_join import t as at_second
 from test_window_join import WINDOWS, L, R, append_only_runs, property_sql
 
@@ -132,6 +134,14 @@ def test_a_temporal_batch_over_a_changelog_probe_side_joins_the_probes_it_holds_
                                 "default.temporal_changelog_probe"))
     assert [sorted(result) for result, _, _ in views] == [[(1, "EUR", 100)], [(1, "EUR", 120)], [(3, "EUR", 140)]]
     assert all(result == batch == on_time for result, batch, on_time in views)
+
+
+def test_chained_temporal_joins_batch_the_probes_behind_the_last_watermark(spark):
+    """A temporal join probing with another's rows: the batch keeps the probes its own watermark passed."""
+    rng = random.Random(5)
+    for i in range(2):
+        case = chained_case("chained-views", CHAINED[i], rng)
+        assert_views_match(spark, {**case, "runs": case["runs"][:-1]}, "default.chained_views")
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))

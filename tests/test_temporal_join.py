@@ -137,6 +137,16 @@ def test_explain_names_the_temporal_join():
     assert "scan orders AS o WHERE `o__id` > 0" in text
 
 
+CHAINED = ("SELECT o.id, r.rate, x.rate AS xr FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
+           "ON o.cur = r.cur JOIN rates FOR SYSTEM_TIME AS OF o.ts AS x ON o.cur = x.cur")
+
+
+def test_a_temporal_join_may_probe_with_the_rows_of_another():
+    text = compile_sql("m", CHAINED, _specs()).explain()
+    assert "event-time temporal join j2 ON `o__cur` = `x__cur` FOR SYSTEM_TIME AS OF o__ts (versions by x__ts)" in text
+    assert "left event-time temporal join j1 ON `o__cur` = `r__cur` FOR SYSTEM_TIME AS OF o__ts" in text
+
+
 def test_conditions_on_the_versions_are_checked_on_the_selected_version():
     plan = compile_sql("m", INNER + " AND r.rate > 1 WHERE r.rate < 5", _specs())
     assert plan.root.right.filters == ()
@@ -155,6 +165,8 @@ def test_conditions_on_the_versions_are_checked_on_the_selected_version():
     (LEFT.replace("o.cur = r.cur", "o.cur = r.cur AND o.id <=> r.rate"), {}, {},
      "a null-safe key (<=> / IS NOT DISTINCT FROM) on r__rate, outside the versioned input's unique_key"),
     (LEFT.replace("AS OF o.ts", "AS OF o.id"), {}, {}, "must name the probe's event time o.ts"),
+    (CHAINED.replace("AS OF o.ts AS x", "AS OF r.ts AS x"), {}, {},
+     "FOR SYSTEM_TIME AS OF after the temporal join j1 must name the time its probe side joined by (o__ts)"),
     ("SELECT o.id FROM rates FOR SYSTEM_TIME AS OF o.ts AS r JOIN orders o ON o.cur = r.cur", {}, {},
      "the versioned input of a temporal join is the right side of a JOIN"),
     (LEFT.replace("FOR SYSTEM_TIME AS OF o.ts", "VERSION AS OF 3"), {}, {}, "is not supported"),

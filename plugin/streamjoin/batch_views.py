@@ -100,10 +100,13 @@ class Timing:
                     timing.read_times.update(s.input for s in emitting)
             elif node.temporal is not None:
                 probe, versioned = node.left, node.right
+                while isinstance(probe, Join):  # temporal joins probing with another's rows: its probe input
+                    probe = probe.left
                 assert isinstance(probe, Scan) and isinstance(versioned, Scan)  # the compiler checks both
                 path = tables.state(f"{node.id}_probes")
                 w = Clock.load(temporal.META_KEY, (temporal.PROBE, temporal.VERSIONS), path, table_version(path)).watermark
                 spec = plan.inputs[probe.input]
+                # in a chain, the later join's watermark (it comes later in `nodes`) is never ahead of the earlier's
                 timing.kept[probe.alias.lower()] = _at_or_before(q(spec.event_time or ""), w)
                 timing.versions[versioned.alias.lower()] = versions_sql(
                     spark, plan.inputs[versioned.input], offsets[versioned.input], _input_keys(node, versioned))

@@ -25,6 +25,10 @@ Per run:
    before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
 
+A temporal join may probe with the rows of another (Flink's multi temporal join, by the same
+time): its probes are what that join emits this run, and that join's watermark stands in for
+the probe input's largest time (Flink forwards the watermark with the rows).
+
 State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
 a run reads them all (they are the probes inside the watermark delay) and ignores those at or
 behind the previous watermark, which earlier runs emitted. `<join>_versions` holds entries
@@ -75,8 +79,10 @@ class TemporalJoin:
         sides = executor.join_sides(node)
         self.probe: JoinSide = sides[Side.LEFT]
         self.versions: JoinSide = sides[Side.RIGHT]
-        self.scans: dict[str, Scan] = {PROBE: node.left, VERSIONS: node.right}  # type: ignore[dict-item]
-        self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
+        #: the probe side's scan; None when it is the rows of another temporal join (`sql.temporal.chained`)
+        self.probe_scan: Scan | None = node.left if isinstance(node.left, Scan) else None
+        self.version_scan: Scan = node.right  # type: ignore[assignment]
+        self.version_input = executor.plan.inputs[self.version_scan.input]
         self.lateness_us = executor.plan.config.allowed_lateness // US
         paths = {PROBE: executor.tables.state(f"{node.id}_probes"), VERSIONS: executor.tables.state(f"{node.id}_versions")}
         self.schemas = {
@@ -87,27 +93,41 @@ class TemporalJoin:
         self.tables = {s: AppendedTable(p, executor.versions.get(p), self.schemas[s]) for s, p in paths.items()}
 
     # -- this run's rows ------------------------------------------------------------------------
-    def changes(self, s: str) -> DataFrame:
+    def changes(self, scan: Scan) -> DataFrame:
         """An input's rows of this run as the scan sees them, with row kind and place in the run."""
-        spec, raw = self.inputs[s], self.x.changes[self.inputs[s].name]
+        spec = self.x.plan.inputs[scan.input]
+        raw = self.x.changes[spec.name]
         if ORDER in raw.columns:  # upsert: (file ordinal, row) in the Delta log
             pos = col(ORDER)["_ordinal"] * F.lit(1 << 40) + col(ORDER)["_row"]
         else:  # rows of one file keep their order; files in the order Spark reads them
             pos = F.monotonically_increasing_id()
-        return self.x.project(self.scans[s], raw.withColumn(POS, pos.cast("long")),
-                              col(spec.op_column).alias("_kind"), col(POS))
+        return self.x.project(scan, raw.withColumn(POS, pos.cast("long")), col(spec.op_column).alias("_kind"), col(POS))
 
-    def max_times(self, probes: DataFrame, versions: DataFrame) -> dict[str, int | None]:
-        """Each input's largest event time this run (over rows of every kind): from its files' footers
-        where they tell it (`Executor.stored_time_range`), else in one Spark job."""
-        known, parts = {}, []
-        for s, rows, time in ((PROBE, probes, self.spec.probe_time), (VERSIONS, versions, self.spec.version_time)):
-            stored = self.x.scan_time_range(self.scans[s], time, append_only=False)
+    def max_times(self, probes: DataFrame | None, versions: DataFrame) -> dict[str, int | None]:
+        """Each side's largest event time this run (over rows of every kind): from its files' footers
+        where they tell it (`Executor.stored_time_range`), else in one Spark job. Probes that are the
+        rows of another temporal join count as far as its watermark (Flink forwards it with them)."""
+        known: dict[str, int | None] = {}
+        parts = []
+        sides = [(VERSIONS, self.version_scan, versions, self.spec.version_time)]
+        if self.probe_scan is None or probes is None:
+            known[PROBE] = self.x.watermarks[self.node.left.id]
+        else:
+            sides.append((PROBE, self.probe_scan, probes, self.spec.probe_time))
+        for s, scan, rows, time in sides:
+            stored = self.x.scan_time_range(scan, time, append_only=False)
             if stored is not None:
                 known[s] = stored.hi
                 continue
             parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time")))
         return {**known, **{r["s"]: r["max_time"] for r in computed(parts)}}
+
+    def weighted(self, probes: DataFrame, scan: Scan) -> DataFrame:
+        """The probe input's changes that pass its scan's filters, weighted (a retraction weighs -1)."""
+        passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
+        retracts = col("_kind").isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
+        weight = F.when(retracts, F.lit(-1)).otherwise(F.lit(1)).cast("long")
+        return consolidate(probes.where(passes).withColumn(WEIGHT, weight), self.probe.columns)
 
     # -- state ----------------------------------------------------------------------------------
     def resolve(self, entries: DataFrame) -> DataFrame:
@@ -136,20 +156,21 @@ class TemporalJoin:
 
     def run(self) -> DataFrame:
         x, persist = self.x, self.x.persist
-        probes = persist(self.changes(PROBE))
-        incoming = persist(self.changes(VERSIONS))
+        if self.probe_scan is None:  # the rows the temporal join it probes with emitted (it runs first)
+            probes, arrived = None, persist(consolidate(x.delta(self.node.left), self.probe.columns))
+        else:
+            probes = persist(self.changes(self.probe_scan))
+            arrived = self.weighted(probes, self.probe_scan)
+        incoming = persist(self.changes(self.version_scan))
         max_times = self.max_times(probes, incoming)
         old = Clock.load(META_KEY, (PROBE, VERSIONS), self.tables[PROBE].path, self.tables[PROBE].version)
-        clock = old.advance(max_times,
-                            {s: self.inputs[s].watermark_delay // US for s in (PROBE, VERSIONS)})
+        delays = {PROBE: 0 if self.probe_scan is None else x.plan.inputs[self.probe_scan.input].watermark_delay // US,
+                  VERSIONS: self.version_input.watermark_delay // US}
+        clock = old.advance(max_times, delays)
         w_old, w_new = old.watermark, clock.watermark
+        x.watermarks[self.node.id] = w_new
 
-        # probes: this run's (after the scan's filters; a retraction weighs -1) and the stored ones not yet emitted
-        passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in self.scans[PROBE].filters],
-                        F.lit(True))
-        retracts = col("_kind").isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
-        weight = F.when(retracts, F.lit(-1)).otherwise(F.lit(1)).cast("long")
-        arrived = consolidate(probes.where(passes).withColumn(WEIGHT, weight), self.probe.columns)
+        # probes: this run's and the stored ones not yet emitted
         arrived = arrived.withColumn(RUN, F.lit(x.run_id).cast("long"))
         stored_probes = self.tables[PROBE].rows(x.spark)
         if w_old is not None:

@@ -60,6 +60,8 @@ class Executor:
     counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
     #: per input: the files whose rows are this run's changes, column for column (None: not so stored)
     input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
+    #: per event-time temporal join: its watermark after this run (a temporal join probing with its rows reads it)
+    watermarks: dict[str, int | None] = field(default_factory=dict)
 
     def stored_time_range(self, name: str, column: str, *, append_only: bool) -> TimeRange | None:
         """The range of input `name`'s declared timestamp `column` over this run's changes, from its

@@ -95,6 +95,12 @@ def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str
                                          version_time=internal_name(right.alias, _column(spec, spec.event_time))))
 
 
+def chained(node: Join) -> bool:
+    """Whether the temporal join `node` probes with the rows of another event-time temporal join."""
+    probe = node.left
+    return isinstance(probe, Join) and probe.temporal is not None and not probe.temporal.processing_time
+
+
 def _proc_time_columns(node: Node) -> set[str]:
     """Internal names of the processing-time columns the probe side carries as they are."""
     if isinstance(node, Join):
@@ -146,9 +152,16 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
         problems.append("its ON condition also bounds the two event times (an interval join); drop those time "
                         "conditions or the FOR SYSTEM_TIME AS OF clause")
     probe, versions = node.left, node.right
-    if not isinstance(probe, Scan):
+    if chained(node):  # Flink's multi temporal join: the rows of one probe the next, by the same time attribute
+        first: TemporalSpec = probe.temporal  # type: ignore[union-attr,assignment]
+        if clause.time.strip("`") != first.probe_time:
+            problems.append(f"FOR SYSTEM_TIME AS OF after the temporal join {probe.id} must name the time its probe "
+                            f"side joined by ({first.probe_time}), the time attribute its rows keep, as in Flink; not "
+                            f"{clause.time.replace('`', '')}")
+    elif not isinstance(probe, Scan):
         problems.append("the probe side is the result of another join; a temporal join probes with one input "
-                        "(or a derived table over one): join the versions first, then the other inputs")
+                        "(or a derived table over one), or with the rows of another event-time temporal join: "
+                        "join the versions first, then the other inputs")
     else:
         spec = prefixes[probe.alias]
         if spec.event_time is None:
