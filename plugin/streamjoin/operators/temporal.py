@@ -51,7 +51,7 @@ from ..sql.plan import Join, Scan, TemporalSpec
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
-from ..zset import WEIGHT, col, consolidate
+from ..zset import WEIGHT, col, consolidate, from_changelog
 from .event_time import US, Clock, as_text, computed, micros
 
 if TYPE_CHECKING:
@@ -125,9 +125,7 @@ class TemporalJoin:
     def weighted(self, probes: DataFrame, scan: Scan) -> DataFrame:
         """The probe input's changes that pass its scan's filters, weighted (a retraction weighs -1)."""
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
-        retracts = col("_kind").isin(RowKind.UPDATE_BEFORE.value, RowKind.DELETE.value)
-        weight = F.when(retracts, F.lit(-1)).otherwise(F.lit(1)).cast("long")
-        return consolidate(probes.where(passes).withColumn(WEIGHT, weight), self.probe.columns)
+        return consolidate(from_changelog(probes.where(passes), self.probe.columns, "_kind"), self.probe.columns)
 
     # -- state ----------------------------------------------------------------------------------
     def resolve(self, entries: DataFrame) -> DataFrame:

@@ -191,14 +191,14 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
     if not node.keys:
         problems.append("its ON condition has no equality between the two sides; add one on the versioned "
                         "input's unique key (e.g. ON o.currency = r.currency)")
-    unique = {internal_name(versions.alias, _column(spec, u)).lower() for u in spec.unique_key}
-    loose = [k.right.strip("`") for k in node.keys if k.null_safe and k.right.strip("`").lower() not in unique]
+    unique = {u: internal_name(versions.alias, _column(spec, u)).lower() for u in spec.unique_key}
+    loose = [k.right.strip("`") for k in node.keys if k.null_safe and k.right.strip("`").lower() not in unique.values()]
     if loose:
         problems.append(f"a null-safe key (<=> / IS NOT DISTINCT FROM) on {', '.join(loose)}, outside the versioned "
                         "input's unique_key, is not supported (on the unique key it means =: a version's key is "
                         "never NULL); use =")
     keyed = {k.right.strip("`").lower() for k in node.keys}
-    missing = [u for u in spec.unique_key if internal_name(versions.alias, _column(spec, u)).lower() not in keyed]
+    missing = [u for u, name in unique.items() if name not in keyed]
     if spec.unique_key and node.keys and missing:
         problems.append(f"the versioned input's unique_key column(s) {', '.join(missing)} are not equated with the "
                         f"probe side in ON; as in Flink, the ON equalities must cover the key of the versions "

@@ -12,9 +12,10 @@ pyarrow reach works. Spark registers it in every session of this Python environm
 Spark keeps no options for a catalog table of a Python data source, so a view passes them in its
 table reference (`FROM <schema table> WITH ('path' = ..., 'version' = ...)`) to a table that only
 holds the columns: `schema_table` makes one per set of columns and table read (its path, and which
-files), in the `streamjoin_schemas` database; it holds no data. Two reads in one query never share
-one: Spark resolves a table once per query whatever its options, so a model's two inputs with the
-same columns read through one schema table both read the first.
+files; a query reads each table at one version), in the `streamjoin_schemas` database; it holds no
+data. Two tables read in one query never share one: Spark resolves a table once per query whatever
+its options, so a model's two inputs with the same columns read through one schema table both read
+the first.
 
 Options: `path` (the table's URI), `version`, `files` (`live`, the version's data files;
 `added`, every file the log added up to the version in commit order: an upsert changelog's
