@@ -13,7 +13,7 @@ from streamjoin import api
 from streamjoin.storage import delta_log, filesystem
 from streamjoin.storage.tables import ModelTables
 from streamjoin.storage.file_reads import with_positions
-from streamjoin.storage.version_source import reference
+from streamjoin.storage.version_source import FILE_OPEN_BYTES, TASK_BYTES, _File, packed, reference
 
 SCHEMA = StructType([StructField("k", IntegerType()), StructField("day", StringType()), StructField("v", LongType())])
 
@@ -49,6 +49,25 @@ def test_rows_carry_their_position_in_the_log_for_an_upsert_history(spark, tmp_p
     assert read(spark, path, 1, with_positions(SCHEMA), files="added") == [
         (1, "mon", 10, 0, 0), (1, "mon", 11, 0, 1), (1, "mon", 12, 1, 0)]
     assert [r[:3] for r in read(spark, path, 2, with_positions(SCHEMA))] == [(2, "tue", 20)]
+
+
+def test_a_table_of_many_small_files_is_read_by_one_task_each_row_with_its_files_position(spark, tmp_path):
+    """Spark's Python tasks cost tens of milliseconds each: one per file made a lookup model's views
+    take a minute after a dozen runs."""
+    path = str(tmp_path / "t")
+    for i in range(30):
+        write_deltalake(path, batch((i, "mon", i)), mode="append")
+    frame = spark.sql(f"SELECT * FROM {reference(spark, path, 29, with_positions(SCHEMA), files='added')}")
+    assert frame.rdd.getNumPartitions() == 1
+    assert sorted(tuple(r) for r in frame.collect()) == [(i, "mon", i, i, 0) for i in range(30)]
+
+
+def test_files_are_packed_into_tasks_as_spark_packs_its_own_scans():
+    files = [_File(i, f"f{i}", {}, size=size) for i, size in enumerate([TASK_BYTES // 2, TASK_BYTES // 2, 10, TASK_BYTES])]
+    assert [[f.ordinal for f in task.files] for task in packed(files)] == [[0], [1, 2], [3]]
+    small = [_File(i, f"f{i}", {}, size=0) for i in range(TASK_BYTES // FILE_OPEN_BYTES + 1)]
+    assert [len(task.files) for task in packed(small)] == [TASK_BYTES // FILE_OPEN_BYTES, 1]
+    assert packed([]) == []
 
 
 def test_a_change_data_feed_is_read_from_the_table_at_a_version_then_version_by_version(spark, tmp_path):

@@ -79,15 +79,44 @@ def schema_table(spark: SparkSession, schema: StructType, read: str) -> str:
     return name
 
 
+#: A task's share of a read, as Spark packs the files of its own scans (`spark.sql.files.maxPartitionBytes`,
+#: and `spark.sql.files.openCostInBytes` counted for each file): a small table is one task, not one per file.
+TASK_BYTES = 128 * 1024 * 1024
+FILE_OPEN_BYTES = 4 * 1024 * 1024
+
+
 @dataclass(frozen=True)
-class _File(InputPartition):
-    """One data file to read: its position in the version's file order, URI, partition values, and
-    the positions of the rows its deletion vector deletes."""
+class _File:
+    """One data file to read: its position in the version's file order, URI, partition values, the
+    positions of the rows its deletion vector deletes, and its size in bytes."""
 
     ordinal: int
     uri: str
     partition: Mapping[str, str | None]
     deleted: tuple[int, ...] = ()
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class _Files(InputPartition):
+    """The files one task reads."""
+
+    files: tuple[_File, ...]
+
+
+def packed(files: Sequence[_File]) -> list[_Files]:
+    """`files` in tasks of about TASK_BYTES each (a file's size plus FILE_OPEN_BYTES), in file order."""
+    tasks: list[_Files] = []
+    share: list[_File] = []
+    total = 0
+    for f in files:
+        cost = f.size + FILE_OPEN_BYTES
+        if share and total + cost > TASK_BYTES:
+            tasks.append(_Files(tuple(share)))
+            share, total = [], 0
+        share.append(f)
+        total += cost
+    return tasks + [_Files(tuple(share))] if share else tasks
 
 
 class DeltaVersionSource(DataSource):
@@ -116,19 +145,21 @@ class _Reader(DataSourceReader):
         _register(self.options)
         path, at, files = self.options["path"], int(self.options["version"]), self.options.get("files")
         if files == "changes":
-            return [_File(i, f.uri, partition, f.deleted)
-                    for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))]
+            return packed([_File(i, f.uri, partition, f.deleted, f.size)
+                           for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))])
         if files == "added":
-            return [_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)}, f.deleted)
-                    for i, f in enumerate(delta_log.added_between(path, -1, at, what=path))]
-        return [_File(i, f.uri, dict(f.partition), f.deleted) for i, f in enumerate(delta_log.data_files(path, at))]
+            return packed([_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)}, f.deleted, f.size)
+                           for i, f in enumerate(delta_log.added_between(path, -1, at, what=path))])
+        return packed([_File(i, f.uri, dict(f.partition), f.deleted, f.size)
+                       for i, f in enumerate(delta_log.data_files(path, at))])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, _File):  # Spark reads one empty partition of a version without files
+        if not isinstance(partition, _Files):  # Spark reads one empty partition of a version without files
             return
-        table = read_file(partition.uri, self.arrow, _storage_options(self.options), ordinal=partition.ordinal,
-                          partition=partition.partition, deleted=partition.deleted)
-        yield from table.to_batches()
+        for f in partition.files:
+            table = read_file(f.uri, self.arrow, _storage_options(self.options), ordinal=f.ordinal,
+                              partition=f.partition, deleted=f.deleted)
+            yield from table.to_batches()
 
 
 def _changes(path: str, since: int, at: int) -> Iterator[tuple[delta_log.DataFile, dict[str, str | None]]]:
