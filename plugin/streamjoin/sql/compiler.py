@@ -190,6 +190,7 @@ class _Compiler:
             if kind == "CROSS":
                 if "pivots" in join.args:
                     raise self.fail("CROSS JOIN is not supported: a streaming join needs an equi-condition; write JOIN ... ON", join)
+                reject_as_of(join.this, self.fail, after_comma=True)
                 right = self.bind(join.this, scope)
                 node = Join(self.next_id(), JoinType.INNER, node, right, keys=())
                 continue

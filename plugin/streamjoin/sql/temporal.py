@@ -34,6 +34,7 @@ from ..errors import CompileError
 from ..spec import InputSpec
 from ..types import JoinType, q
 from .plan import Join, Node, Scan, TemporalSpec, internal_name
+from .strategy import user_text
 
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
 
@@ -59,11 +60,14 @@ def as_of(table: exp.Expression, fail: Callable[..., CompileError]) -> exp.Expre
     return version.expression
 
 
-def reject_as_of(table: exp.Expression, fail: Callable[..., CompileError]) -> None:
-    """A versioned input in FROM has no probe side: fail naming the fix."""
+def reject_as_of(table: exp.Expression, fail: Callable[..., CompileError], *, after_comma: bool = False) -> None:
+    """A versioned input in FROM has no probe side, and one after a comma no ON condition to join
+    by (Flink refuses it: "the join key in Temporal Table Join can not be empty"): fail naming the fix."""
     if isinstance(table, exp.Table) and table.args.get("version") is not None:
-        raise fail(f"FOR SYSTEM_TIME AS OF on {table.name} in FROM: the versioned input of a temporal join is the "
-                   "right side of a JOIN; write FROM <probe input> [LEFT] JOIN "
+        where = ("after a comma: a comma join has no ON condition, and a temporal join needs one that equates "
+                 "the versioned input's key, as in Flink" if after_comma else
+                 "in FROM: the versioned input of a temporal join is the right side of a JOIN")
+        raise fail(f"FOR SYSTEM_TIME AS OF on {table.name} {where}; write FROM <probe input> [LEFT] JOIN "
                    f"{table.name} FOR SYSTEM_TIME AS OF <probe>.<event time> AS ... ON ...", table)
 
 
@@ -156,8 +160,8 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
         first: TemporalSpec = probe.temporal  # type: ignore[union-attr,assignment]
         if clause.time.strip("`") != first.probe_time:
             problems.append(f"FOR SYSTEM_TIME AS OF after the temporal join {probe.id} must name the time its probe "
-                            f"side joined by ({first.probe_time}), the time attribute its rows keep, as in Flink; not "
-                            f"{clause.time.replace('`', '')}")
+                            f"side joined by ({user_text(q(first.probe_time))}), the time attribute its rows keep, as in Flink; not "
+                            f"{user_text(clause.time)}")
     elif not isinstance(probe, Scan):
         problems.append("the probe side is the result of another join; a temporal join probes with one input "
                         "(or a derived table over one), or with the rows of another event-time temporal join: "
@@ -169,7 +173,7 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
                             "FOR SYSTEM_TIME AS OF names)")
         elif clause.time != q(internal_name(probe.alias, _column(spec, spec.event_time))):
             problems.append(f"FOR SYSTEM_TIME AS OF must name the probe's event time {probe.alias}.{spec.event_time}, "
-                            f"not {clause.time.replace('`', '')}")
+                            f"not {user_text(clause.time)}")
         if spec.changelog_format == "upsert":
             problems.append(f"the probe input '{spec.name}' has changelog_format 'upsert', whose updates carry no "
                             "row they replace, so a probe's earlier row could not be retracted; declare a changelog "
