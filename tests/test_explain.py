@@ -61,6 +61,7 @@ def test_an_interval_join_names_its_bound_its_append_only_inputs_and_its_waterma
     plan = compile_sql("m", sql, {"orders": ORDERS, "ships": SHIPS}, ModelConfig.from_dict({"allowed_lateness": "90 seconds"}))
     text = describe(plan)
     assert "interval operator (Flink's RowTimeIntervalJoin): pairs with o.ts - s.ts in [-4 hours, 0 seconds]" in text
+    assert "interval `o__ts` - `s__ts` in [-4 hours, 0 seconds]" in plan.explain()  # not the bound's Python repr
     inputs = section(text, "inputs")
     assert "orders: changelog_format append; event time ts; must be append-only: the interval join j1 reads it" in inputs
     assert "ships: changelog_format append; event time ts; must be append-only: the interval join j1 reads it" in inputs

@@ -22,7 +22,7 @@ from .status import table_size
 from .storage import delta_log
 from .storage.state import StateLayout
 from .storage.tables import ModelTables
-from .types import Side, duration_text, q
+from .types import Side, duration_text
 
 
 def scans(node: Node) -> list[Scan]:
@@ -86,11 +86,7 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
                                     f"in {plan.config.state_buckets} buckets") for i, scan in enumerate(node.inputs)])
     left, right = _side_label(node.left), _side_label(node.right)
     if node.time_bound:
-        b = node.time_bound
-        bounds = (f"{'(' if b.lower_strict else '['}{'-inf' if b.lower is None else duration_text(b.lower)}, "
-                  f"{'+inf' if b.upper is None else duration_text(b.upper)}{')' if b.upper_strict else ']'}")
-        return (f"interval operator (Flink's RowTimeIntervalJoin): pairs with "
-                f"{user_text(q(b.left_time))} - {user_text(q(b.right_time))} in {bounds}",
+        return (f"interval operator (Flink's RowTimeIntervalJoin): pairs with {user_text(str(node.time_bound))}",
                 [(f"{node.id}_{s.value}", f"{label}: rows that a future row of the other side can still match, "
                                           "in slices of event time") for s, label in zip(Side, (left, right))])
     if node.temporal and node.temporal.processing_time:

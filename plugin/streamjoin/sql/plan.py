@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Union
 
 from ..spec import InputSpec, ModelConfig
-from ..types import JoinType, q
+from ..types import JoinType, duration_text, q
 
 
 def internal_name(alias: str, column: str) -> str:
@@ -161,6 +161,13 @@ class TimeBound:
             return False
         tick = timedelta(microseconds=1)  # event times are microseconds: `> x` is `>= x + 1us`
         return self.lower + tick * self.lower_strict > self.upper - tick * self.upper_strict
+
+    def __str__(self) -> str:
+        """`l - r in [lower, upper]` over the internal names, e.g. `` `l__ts` - `r__ts` in [-4s, 0s] ``."""
+        lower = "-inf" if self.lower is None else duration_text(self.lower)
+        upper = "+inf" if self.upper is None else duration_text(self.upper)
+        return (f"{q(self.left_time)} - {q(self.right_time)} in {'(' if self.lower_strict else '['}{lower}, "
+                f"{upper}{')' if self.upper_strict else ']'}")
 
 
 @dataclass(frozen=True)
