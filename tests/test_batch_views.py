@@ -33,7 +33,7 @@ from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import SCENARIOS as TEMPORAL_SCENARIOS
 from test_flink_agreement import CHAINED, chained_case
 from test_temporal_join import t as at_second
-from test_window_join import WINDOWS, L, R, append_only_runs, property_sql
+from test_window_join import S, WINDOWS, L, R, append_only_runs, cascade_sql, property_sql, random_on_time_case
 
 
 def rows(spark, relation: str) -> Counter:
@@ -212,6 +212,15 @@ def test_lookup_after_a_join_results_equal_their_batch_views(spark, runs, left):
 def test_window_join_results_equal_their_batch_views(spark, runs, kind, join):
     assert_views_match(spark, {"name": "window-views-property", "sql": property_sql(kind, join),
                                "inputs": {"l": L, "r": R}, "runs": runs}, "default.window_views_p")
+
+
+def test_cascaded_window_join_results_equal_their_batch_views(spark):
+    """The batch keeps, on all three inputs, the windows the last join fired (the first fires them sooner)."""
+    rng = random.Random(7)
+    for i, sql in enumerate([cascade_sql("HOP", "LEFT", "LEFT", "L"), cascade_sql("TUMBLE", "RIGHT", "FULL", "R")]):
+        case, _ = random_on_time_case(f"window-cascade-views-{i}", sql, rng, {"l": L, "r": R, "s": S})
+        case["inputs"]["s"] = {**S, "watermark_delay": "3 seconds"}  # the last join fires later than the first
+        assert_views_match(spark, case, "default.window_cascade_views")
 
 
 def test_a_window_batch_in_spark_form_keeps_the_windows_that_fired(spark):

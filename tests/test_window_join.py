@@ -285,16 +285,18 @@ def test_each_run_emits_what_the_rule_says(spark, runs, kind, join):
 
 
 # -- Flink itself ------------------------------------------------------------------------------------
-def random_on_time_case(name: str, sql: str, rng: random.Random) -> tuple[dict, list[int]]:
-    """Rows at or after the watermark when they arrive (a late row's fate depends on how Flink's two
+def random_on_time_case(name: str, sql: str, rng: random.Random,
+                        inputs: dict[str, dict] | None = None) -> tuple[dict, list[int]]:
+    """Rows at or after the watermark when they arrive (a late row's fate depends on how Flink's
     input channels interleave, see tests/flink_oracle/README.md), NULL keys and duplicates; and the
-    watermark after each run. Every run raises the watermark."""
-    top = {"l": 0, "r": 0}
+    watermark after each run. Every run raises the watermark. `inputs`: l and r by default."""
+    inputs = inputs or {"l": L, "r": R}
+    top = {side: 0 for side in inputs}
     runs, marks = [], []
     for _ in range(3):
         floor = min(top.values())
         changes: dict[str, list] = {}
-        for side in ("l", "r"):
+        for side in inputs:
             rows = [[rng.choice([None, 1, 2, 3]), rng.randint(0, 3), t(floor + rng.randint(0, 7))]
                     for _ in range(rng.randint(1, 5))]
             rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1))] + [[2, 0, t(floor + 8)]]
@@ -302,7 +304,7 @@ def random_on_time_case(name: str, sql: str, rng: random.Random) -> tuple[dict, 
             top[side] = max([top[side]] + [seconds(r[2]) for r in rows])
         marks.append(min(top.values()))
         runs.append({"changes": changes})
-    return {"name": name, "sql": sql, "config": {}, "runs": runs, "inputs": {"l": L, "r": R}}, marks
+    return {"name": name, "sql": sql, "config": {}, "runs": runs, "inputs": inputs}, marks
 
 
 def test_window_joins_agree_with_flink_run_by_run(spark):
@@ -313,11 +315,50 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
     queries = [property_sql(kind, join) for kind, join in
                [("TUMBLE", "FULL"), ("HOP", "LEFT"), ("CUMULATE", "INNER"), ("TUMBLE", "SEMI"), ("HOP", "ANTI"),
                 ("CUMULATE", "RIGHT"), ("TUMBLE_NAMED", "LEFT"), ("HOP_OFFSET", "FULL"), ("CUMULATE_NAMED", "ANTI")]]
-    cases, marks = [], {}
-    for i, sql in enumerate(queries):
-        c, m = random_on_time_case(f"window-{i}", sql, rng)
-        cases.append(c)
-        marks[c["name"]] = m
+    cases = [random_on_time_case(f"window-{i}", sql, rng) for i, sql in enumerate(queries)]
+    assert_agree_with_flink(spark, cases)
+
+
+S = {"columns": [["k", "int"], ["x", "int"], ["ts", "timestamp"]], "event_time": "ts"}
+
+
+def same_window(a: str, b: str) -> str:
+    return f"{a}.window_start = {b}.window_start AND {a}.window_end = {b}.window_end"
+
+
+def cascade_sql(kind: str, first: str, second: str, by: str) -> str:
+    """l joined with r, then their rows with s by the windows of `by` (L or R: a side the first join keeps)."""
+    w = WINDOWS[kind]
+    return (f"SELECT L.k, L.v, R.w, S.x, coalesce({by}.window_end, S.window_end) AS we FROM {w.format(t='l')} L "
+            f"{first} JOIN {w.format(t='r')} R ON L.k = R.k AND R.w >= L.v AND {same_window('L', 'R')} "
+            f"{second} JOIN {w.format(t='s')} S ON {by}.k = S.k AND {same_window(by, 'S')}")
+
+
+def test_cascaded_window_joins_agree_with_flink_run_by_run(spark):
+    """A window join of a window join's rows, by the windows they carry, is a window join in Flink too
+    (two WindowJoin operators): its rows wait for their window to fire, and the first join's watermark
+    counts as the time of its side (it was a regular join, emitting at once and padding early)."""
+    rng = random.Random(20261201)
+    queries = [cascade_sql("TUMBLE", "INNER", "LEFT", "L"), cascade_sql("HOP", "LEFT", "INNER", "L"),
+               cascade_sql("CUMULATE", "RIGHT", "FULL", "R"), cascade_sql("TUMBLE_NAMED", "INNER", "RIGHT", "R")]
+    cases = [random_on_time_case(f"window-cascade-{i}", sql, rng, {"l": L, "r": R, "s": S})
+             for i, sql in enumerate(queries)]
+    assert_agree_with_flink(spark, cases)
+
+
+def test_a_join_of_a_window_joins_rows_by_the_windows_they_carry_is_a_window_join():
+    plan = compile_sql("m", cascade_sql("TUMBLE", "LEFT", "INNER", "L"), _specs(s=S))
+    assert plan.root.window is not None and plan.root.left.window is not None
+    assert "inner window join j2" in plan.explain()
+    # by the windows of the side the first join pads with NULLs: a regular join of its rows
+    assert compile_sql("m", cascade_sql("TUMBLE", "LEFT", "INNER", "R"), _specs(s=S)).root.window is None
+
+
+def assert_agree_with_flink(spark, cases: list[tuple[dict, list[int]]]) -> None:
+    """Each case's runs emit what Flink emits for the windows each run's watermark fires (the case's
+    last column is the window end)."""
+    marks = {c["name"]: m for c, m in cases}
+    cases = [c for c, _ in cases]
     reports, stderr = run_reports(cases)
     with ThreadPoolExecutor(max_workers=3) as pool:
         ours = list(pool.map(lambda c: run_case(spark, c), cases))
@@ -332,6 +373,7 @@ def test_window_joins_agree_with_flink_run_by_run(spark):
             if i is not None:
                 per_run[i].append(row)
         for i, run in enumerate(outcome["runs"]):
+            assert all(kind == "+I" for kind, _ in run["changelog"]), f"{c['name']} run {i}: {run['changelog']}"
             same, why = same_result(per_run[i], [r for _, r in run["changelog"]], report["columns"])
             assert same, f"{c['name']} run {i} ({c['sql']}): streamjoin differs from Flink: {why}\n{json.dumps(c)}"
 

@@ -23,7 +23,8 @@ the watermark:
   greatest of their read times (`READ_TIME`, each such input's rows carry it); other probe sides
   look up as of the time their probe input's row was read, which differs where the join emits the
   row in a later run;
-- a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark);
+- a window join: each side keeps the windows that fired (window_end - 1 ms <= the join's watermark; in a
+  cascade, the last join's);
 - an ASOF join (Spark SQL has none): a `LATERAL` subquery picks each left row's nearest right row
   (ON and the match condition as its WHERE, ordered by the right time, ties to the smallest row,
   `LIMIT 1`), joined with `LEFT JOIN` for `LEFT ASOF JOIN` and `JOIN` for `ASOF JOIN`.
@@ -113,8 +114,9 @@ class Timing:
             elif node.window is not None:
                 path = tables.state(f"{node.id}_left")
                 w = Clock.load(window.META_KEY, ("left", "right"), path, table_version(path)).watermark
-                for scan in (node.left, node.right):
-                    assert isinstance(scan, Scan)  # the compiler checks both
+                # a cascade's scans too: the later join's watermark (it comes later in `nodes`) is never ahead of
+                # the earlier's, and the windows it fired are those of the whole cascade's result
+                for scan in _windowed_scans(node):
                     timing.kept[scan.alias.lower()] = _at_or_before(_window_end(scan), w, window.MILLI)
             elif node.asof is not None:
                 right = node.right
@@ -124,6 +126,14 @@ class Timing:
                 timing.nearest[right.alias.lower()] = [f"{time} {'DESC' if node.asof.latest else 'ASC'}",
                                                        *(f"{n} ASC NULLS FIRST" for n in names.values())]
         return timing
+
+
+def _windowed_scans(node: Node) -> list[Scan]:
+    """The scans a window join, or a cascade of them, reads."""
+    if isinstance(node, Scan):
+        return [node]
+    assert isinstance(node, Join) and isinstance(node.right, Scan)  # the compiler checks it
+    return [*_windowed_scans(node.left), node.right]
 
 
 def _emitting_scans(plan: JoinPlan, probe: Node) -> list[Scan]:

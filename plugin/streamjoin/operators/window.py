@@ -2,7 +2,10 @@
 
 Both inputs are append-only and windowed the same way (`sql.windows`); a row waits in state
 until the watermark fires its window, then joins the rows of the other side in the same
-window whose keys match (and the residual holds). Per run:
+window whose keys match (and the residual holds). The left side may be another window join
+whose rows carry the windows (a cascade, as Flink's): its rows arrive when their window fires
+there, and its watermark stands in for that side's largest event time, as Flink forwards it
+with them. Per run:
 
 1. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen -
    its watermark_delay)); unset until both inputs have seen a row (`event_time.Clock`).
@@ -29,7 +32,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import InputError
 from ..row_errors import retraction_examples
-from ..sql.plan import Join, Scan
+from ..sql.plan import Join, Node, Scan
 from ..storage.appended import AppendedTable
 from ..types import JoinType, RowKind, Side
 from ..zset import WEIGHT, col, consolidate
@@ -52,21 +55,26 @@ class WindowJoin:
     def __init__(self, executor: "Executor", node: Join) -> None:
         self.x = executor
         self.node = node
-        self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
-        self.inputs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
+        self.sides: dict[Side, Node] = {Side.LEFT: node.left, Side.RIGHT: node.right}
+        #: each side read from an input (the left of a cascade is the rows of another window join)
+        self.inputs = {s: executor.plan.inputs[n.input] for s, n in self.sides.items() if isinstance(n, Scan)}
         self.ends = {Side.LEFT: node.window.left_end, Side.RIGHT: node.window.right_end}  # type: ignore[union-attr]
-        self.columns = {s: list(scan.output_columns) for s, scan in self.scans.items()}
+        self.columns = {s: list(n.output_columns) for s, n in self.sides.items()}
         paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
         self.tables = {s: AppendedTable(paths[s], executor.versions.get(paths[s]), StructType(
-            list(executor.schema(self.scans[s]).fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
+            list(executor.schema(self.sides[s]).fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
             for s in Side}
 
     def statistics(self) -> dict[Side, dict]:
         """Each input's largest event time this run, and its changes that are not insertions (a window
         join reads append-only inputs): from its files' footers and statistics where they tell it
-        (`Executor.stored_time_range`), else in one Spark job."""
+        (`Executor.stored_time_range`), else in one Spark job. A window join's rows count as far as its
+        watermark, and never retract."""
         known, parts = {}, []
         for s in Side:
+            if s not in self.inputs:
+                known[s] = {"max_time": self.x.watermarks[self.sides[s].id], "retractions": 0}
+                continue
             spec = self.inputs[s]
             stored = self.x.stored_time_range(spec.name, spec.event_time, append_only=True)
             if stored is not None:
@@ -90,10 +98,10 @@ class WindowJoin:
     def with_end(self, s: Side, rows: DataFrame) -> DataFrame:
         return rows.withColumn(END, micros(F.expr(self.ends[s])))
 
-    def pending(self, s: Side, w_old: int | None) -> tuple[DataFrame, DataFrame]:
-        """The side's stored rows of windows not fired before this run, and this run's rows of such
-        windows (the others are late)."""
-        arrived = consolidate(self.x.delta(self.scans[s]), self.columns[s]).withColumn(RUN, F.lit(self.x.run_id).cast("long"))
+    def pending(self, s: Side, arrived: DataFrame, w_old: int | None) -> tuple[DataFrame, DataFrame]:
+        """The side's stored rows of windows not fired before this run, and its rows of this run
+        (`arrived`) of such windows (the others are late)."""
+        arrived = consolidate(arrived, self.columns[s]).withColumn(RUN, F.lit(self.x.run_id).cast("long"))
         stored = self.tables[s].rows(self.x.spark)
         cols = [*self.columns[s], RUN, WEIGHT]
         arrived, stored = self.with_end(s, arrived.select(*cols)), self.with_end(s, stored.select(*cols))
@@ -118,6 +126,7 @@ class WindowJoin:
     def run(self) -> DataFrame:
         x = self.x
         self.late: dict[Side, DataFrame] = {}  # this run's rows of windows fired before it (dropped)
+        arrived = {s: x.delta(self.sides[s]) for s in Side}  # a window join's side runs first, setting its watermark
         stats = self.statistics()
         for s in Side:
             if stats[s]["retractions"]:
@@ -125,15 +134,16 @@ class WindowJoin:
         first = self.tables[Side.LEFT]
         old = Clock.load(META_KEY, [s.value for s in Side], first.path, first.version)
         clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
-                            {s.value: self.inputs[s].watermark_delay // US for s in Side})
+                            {s.value: self.inputs[s].watermark_delay // US if s in self.inputs else 0 for s in Side})
+        x.watermarks[self.node.id] = clock.watermark
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)
         due = {}
         for s in Side:
-            stored, arrived = self.pending(s, old.watermark)
-            pending = x.persist(stored.unionByName(arrived))
+            stored, fresh = self.pending(s, arrived[s], old.watermark)
+            pending = x.persist(stored.unionByName(fresh))
             due[s] = pending.where(fires).drop(END, RUN)
             cols = [*self.columns[s], RUN, WEIGHT]
-            x.staged.append(self.tables[s].stage(x.writer, arrived.where(~fires).select(*cols),
+            x.staged.append(self.tables[s].stage(x.writer, fresh.where(~fires).select(*cols),
                                                  pending.where(~fires).select(*cols), clock.metadata()))
         output = x.persist(self.fire(due))
         self.record(clock, due)

@@ -13,7 +13,9 @@ function may also stand in a derived table). It adds `window_start`, `window_end
 form is a derived table that adds `window(ts, '5 minutes'[, slide])` (or its `.start`/`.end`)
 and a join on those columns. A join of two windowed scans with the same windows that equates
 both window bounds (or the whole window) is a window join; the time must be each input's
-event time, and both inputs append-only, as in Flink.
+event time, and both inputs append-only, as in Flink. So is a join of a window join's rows with a
+windowed scan that equates the windows those rows carry (of a side the first join never pads with
+NULLs): Flink's cascaded window joins.
 
 >>> from streamjoin.spec import InputSpec
 >>> from streamjoin.sql.compiler import compile_sql
@@ -36,7 +38,7 @@ from sqlglot.tokens import Token, TokenType
 
 from ..errors import CompileError
 from ..spec import APPEND_FORMATS, Column, InputSpec
-from ..types import parse_duration, q
+from ..types import JoinType, parse_duration, q
 from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec
 from .time_bounds import interval_value
 
@@ -237,21 +239,29 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
     node = replace(node, left=bind_window_joins(node.left, prefixes, fail),
                    right=bind_window_joins(node.right, prefixes, fail))
     left, right = node.left, node.right
-    if not (isinstance(left, Scan) and isinstance(right, Scan) and left.windows and right.windows):
+    if not (isinstance(right, Scan) and right.windows):
         return node
-    what = f"the join of windowed {left.alias} with windowed {right.alias}"
-    equated = {p for p in ("start", "end", "window") if _equates(node, left.windows.column(p), right.windows.column(p))}
-    if not ({"start", "end"} <= equated or "window" in equated):
-        raise fail(f"{what} is not a window join: its ON condition must equate both window bounds, as Flink "
-                   f"requires (add {left.alias}.window_start = {right.alias}.window_start AND {left.alias}.window_end = "
-                   f"{right.alias}.window_end, or {left.alias}.<window> = {right.alias}.<window> for Spark's window())")
+    if isinstance(left, Join):  # a cascade, as Flink's: the rows of a window join, by the windows they carry
+        cascade = next((w for w in carried_windows(left) if _equates_windows(node, w, right.windows)), None)
+        if cascade is None:
+            return node
+        what, windows, scans = f"the window join {left.id} joined with windowed {right.alias}", cascade, (right,)
+    elif isinstance(left, Scan) and left.windows:
+        what, windows, scans = f"the join of windowed {left.alias} with windowed {right.alias}", left.windows, (left, right)
+        if not _equates_windows(node, windows, right.windows):
+            raise fail(f"{what} is not a window join: its ON condition must equate both window bounds, as Flink "
+                       f"requires (add {left.alias}.window_start = {right.alias}.window_start AND {left.alias}.window_end"
+                       f" = {right.alias}.window_end, or {left.alias}.<window> = {right.alias}.<window> for Spark's "
+                       "window())")
+    else:
+        return node
     problems = []
-    if left.windows.assignment != right.windows.assignment:
-        problems.append(f"the two sides use different windows ({left.windows.spec} and {right.windows.spec}); use the "
+    if windows.assignment != right.windows.assignment:
+        problems.append(f"the two sides use different windows ({windows.spec} and {right.windows.spec}); use the "
                         "same window function and sizes on both")
     if node.time_bound is not None or node.temporal is not None:
         problems.append("it also has a time bound or FOR SYSTEM_TIME AS OF; a window join joins by window only")
-    for scan in (left, right):
+    for scan in scans:
         spec = prefixes[scan.alias]
         if spec.changelog_format not in APPEND_FORMATS:
             problems.append(f"input '{spec.name}' has changelog_format '{spec.changelog_format}', which updates and "
@@ -259,8 +269,25 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
                             "changelog, e.g. 'append')")
     if problems:
         raise fail(f"{what}: " + "; ".join(problems))
-    return replace(node, window=WindowJoinSpec(spec=left.windows.spec, left_end=_end(left.windows),
-                                               right_end=_end(right.windows)))
+    return replace(node, window=WindowJoinSpec(spec=windows.spec, left_end=_end(windows), right_end=_end(right.windows)))
+
+
+def carried_windows(node: Node) -> list[Windows]:
+    """The windows whose columns every row of `node` carries, not NULL: a windowed scan's, and a window
+    join's sides' that it never pads with NULLs (a join of its rows by them is a window join too)."""
+    if isinstance(node, Scan):
+        return [node.windows] if node.windows else []
+    if not isinstance(node, Join) or node.window is None:
+        return []
+    kept = {JoinType.INNER: (node.left, node.right), JoinType.LEFT: (node.left,), JoinType.RIGHT: (node.right,),
+            JoinType.SEMI: (node.left,), JoinType.ANTI: (node.left,)}.get(node.join_type, ())
+    return [w for side in kept for w in carried_windows(side)]
+
+
+def _equates_windows(node: Join, left: Windows, right: Windows) -> bool:
+    """Whether `node`'s ON condition equates both bounds of the two windows (or the whole window)."""
+    equated = {p for p in ("start", "end", "window") if _equates(node, left.column(p), right.column(p))}
+    return {"start", "end"} <= equated or "window" in equated
 
 
 def _equates(node: Join, left: str | None, right: str | None) -> bool:
