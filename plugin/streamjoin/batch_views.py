@@ -47,7 +47,7 @@ from .operators.event_time import Clock
 from .operators.interval import late_sides
 from .spec import InputSpec
 from .sql import asof, windows
-from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, Windowing
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, Windowing, scans
 from .storage import delta_log, formats
 from .storage.file_reads import with_positions
 from .storage.tables import ModelTables
@@ -116,7 +116,7 @@ class Timing:
                 w = Clock.load(window.META_KEY, ("left", "right"), path, table_version(path)).watermark
                 # a cascade's scans too: the later join's watermark (it comes later in `nodes`) is never ahead of
                 # the earlier's, and the windows it fired are those of the whole cascade's result
-                for scan in _windowed_scans(node):
+                for scan in scans(node):
                     timing.kept[scan.alias.lower()] = _at_or_before(_window_end(scan), w, window.MILLI)
             elif node.asof is not None:
                 right = node.right
@@ -128,38 +128,30 @@ class Timing:
         return timing
 
 
-def _windowed_scans(node: Node) -> list[Scan]:
-    """The scans a window join, or a cascade of them, reads."""
-    if isinstance(node, Scan):
-        return [node]
-    assert isinstance(node, Join) and isinstance(node.right, Scan)  # the compiler checks it
-    return [*_windowed_scans(node.left), node.right]
-
-
 def _emitting_scans(plan: JoinPlan, probe: Node) -> list[Scan]:
     """The scans of a lookup's probe side that is a join whose rows a run emits when it reads the last
     of their parts: inner joins (no time-based join) of `append` inputs, each read by one scan as
     declared (the batch gives their rows `READ_TIME`); none for any other probe side."""
     if isinstance(probe, Scan):
         return []
-    scans: list[Scan] = []
+    found: list[Scan] = []
     nodes = [probe]
     while nodes:
         node = nodes.pop()
         if isinstance(node, Scan):
-            scans.append(node)
+            found.append(node)
         elif isinstance(node, MultiJoin) and all(t in (None, JoinType.INNER) for t in node.join_types):
             nodes += node.inputs
         elif isinstance(node, Join) and node.kind == JoinType.INNER.value and node.time_bound is None:
             nodes += [node.left, node.right]
         else:
             return []
-    inputs = [s.input for s in scans]
+    inputs = [s.input for s in found]
     late = {name for _, _, name in late_sides(plan)}
     if any(s.derived or plan.inputs[s.input].changelog_format != "append" or inputs.count(s.input) > 1 or s.input in late
-           for s in scans):
+           for s in found):
         return []
-    return scans
+    return found
 
 
 def _at_or_before(time: str, watermark: int | None, minus: int = 0) -> str:

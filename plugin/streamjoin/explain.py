@@ -16,22 +16,13 @@ from .errors import PlanChangedError
 from .operators.lookup import dimension_keys
 from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
-from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, scans
 from .sql.strategy import user_text
 from .status import table_size
 from .storage import delta_log
 from .storage.state import StateLayout
 from .storage.tables import ModelTables
 from .types import Side, duration_text
-
-
-def scans(node: Node) -> list[Scan]:
-    """The input scans below `node`, left to right."""
-    if isinstance(node, Scan):
-        return [node]
-    if isinstance(node, Join):
-        return scans(node.left) + scans(node.right)
-    return list(node.inputs)
 
 
 def time_based(node: Node) -> bool:

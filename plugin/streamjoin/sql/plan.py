@@ -280,6 +280,15 @@ class MultiJoin:
 Node = Union[Scan, Join, MultiJoin]
 
 
+def scans(node: Node) -> list[Scan]:
+    """The input scans below `node`, left to right."""
+    if isinstance(node, Scan):
+        return [node]
+    if isinstance(node, Join):
+        return scans(node.left) + scans(node.right)
+    return list(node.inputs)
+
+
 @dataclass(frozen=True)
 class OutputColumn:
     name: str

@@ -145,13 +145,13 @@ class _Reader(DataSourceReader):
         _register(self.options)
         path, at, files = self.options["path"], int(self.options["version"]), self.options.get("files")
         if files == "changes":
-            return packed([_File(i, f.uri, partition, f.deleted, f.size)
-                           for i, (f, partition) in enumerate(_changes(path, int(self.options["since"]), at))])
-        if files == "added":
-            return packed([_File(i, f.uri, {**f.partition, COMMIT_VERSION: str(f.version)}, f.deleted, f.size)
-                           for i, f in enumerate(delta_log.added_between(path, -1, at, what=path))])
-        return packed([_File(i, f.uri, dict(f.partition), f.deleted, f.size)
-                       for i, f in enumerate(delta_log.data_files(path, at))])
+            listed = list(_changes(path, int(self.options["since"]), at))
+        elif files == "added":
+            listed = [(f, {**f.partition, COMMIT_VERSION: str(f.version)})
+                      for f in delta_log.added_between(path, -1, at, what=path)]
+        else:
+            listed = [(f, dict(f.partition)) for f in delta_log.data_files(path, at)]
+        return packed([_File(i, f.uri, values, f.deleted, f.size) for i, (f, values) in enumerate(listed)])
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, _Files):  # Spark reads one empty partition of a version without files
