@@ -123,8 +123,12 @@ def retention(plan: JoinPlan) -> list[str]:
         if isinstance(node, Scan):
             continue
         if isinstance(node, Join) and node.time_bound:
-            out.append(f"{node.id}: a row leaves state once the watermark is past every time the bound lets it match; "
-                       "late rows are recorded in the late_rows table")
+            below = node.left
+            forwarded = (f" (on the side of {below.id}'s rows, its watermark held back by "
+                         f"{duration_text(below.time_bound.longest_wait + plan.config.allowed_lateness)})"
+                         if isinstance(below, Join) and below.time_bound else "")
+            out.append(f"{node.id}: a row leaves state once the watermark{forwarded} is past every time the bound lets "
+                       "it match; late rows are recorded in the late_rows table")
         elif isinstance(node, Join) and node.window:
             out.append(f"{node.id}: a window's rows leave state when the watermark passes its end")
         elif isinstance(node, Join) and node.temporal and not node.temporal.processing_time:

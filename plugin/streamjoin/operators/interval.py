@@ -1,7 +1,11 @@
 """The interval (time-windowed) join, with Flink's RowTimeIntervalJoin semantics, in bulk.
 
 Both inputs are append-only and carry an event time; a left row l and a right row r join
-when their keys (and residual) match and `lower <= l.time - r.time <= upper`. Per run:
+when their keys (and residual) match and `lower <= l.time - r.time <= upper`. The left side may
+be another interval join whose rows carry the time (a cascade, as Flink plans it): its rows of
+the run arrive as they are emitted there, and the watermark it forwards, held back by the
+longest a row waits there for a partner (Flink's `getMaxOutputDelay`), stands in for that
+side's largest event time. Per run:
 
 1. Every change is joined first: Δ(L ⋈ R) = ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR, where the
    states hold only rows that could still be matched when the run began.
@@ -52,7 +56,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from ..errors import InputError
 from ..one_partition import gathered
 from ..row_errors import retraction_examples
-from ..sql.plan import Join, JoinPlan, Scan, TimeBound
+from ..sql.plan import Join, JoinPlan, Node, Scan, TimeBound
 from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
@@ -210,30 +214,40 @@ class IntervalJoin:
         self.bound: TimeBound = node.time_bound  # type: ignore[assignment]
         self.sides = executor.join_sides(node)
         self.names = {s: _Names.of(self.sides[s]) for s in Side}
-        self.scans: dict[Side, Scan] = {Side.LEFT: node.left, Side.RIGHT: node.right}  # type: ignore[dict-item]
+        self.children: dict[Side, Node] = {Side.LEFT: node.left, Side.RIGHT: node.right}
+        #: the sides read from an input (the left of a cascade is the rows of another interval join)
+        self.scans = {s: n for s, n in self.children.items() if isinstance(n, Scan)}
         self.time_column = {Side.LEFT: self.bound.left_time, Side.RIGHT: self.bound.right_time}
-        self.specs = {s: executor.plan.inputs[self.scans[s].input] for s in Side}
+        self.specs = {s: executor.plan.inputs[scan.input] for s, scan in self.scans.items()}
         self.model = executor.plan.model
         self.lateness_us = _us(executor.plan.config.allowed_lateness)
 
     # -- inputs -------------------------------------------------------------------------------
     def changes(self, s: Side) -> DataFrame:
-        """This run's rows of a side: internal columns, row kind, and whether they pass the scan's filters."""
+        """This run's rows of a side: internal columns, weight, row kind, and whether they pass the
+        scan's filters. A cascade's side is the run's output of the interval join below (inserts)."""
+        time = micros(col(self.time_column[s]))
+        if s not in self.scans:
+            rows = self.executor.delta(self.children[s])
+            return rows.withColumns({"_kind": F.lit(RowKind.INSERT.value), "_passes": F.lit(True),
+                                     self.names[s].time: time})
         scan, spec = self.scans[s], self.specs[s]
         raw = self.executor.changes[scan.input]
         row = F.struct(*[col(c) for c in spec.column_names]).alias(INPUT_ROW)  # as read: for the late rows table
-        renamed = self.executor.project(scan, raw, col(spec.op_column).alias("_kind"), row)
+        renamed = self.executor.project(scan, raw, col(spec.op_column).alias("_kind"), row,
+                                        F.lit(1).cast("long").alias(WEIGHT))
         passes = reduce(lambda a, b: a & b, [F.coalesce(F.expr(f), F.lit(False)) for f in scan.filters], F.lit(True))
-        return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, micros(col(self.time_column[s])))
+        return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, time)
 
     def statistics(self, changes: dict[Side, DataFrame]) -> dict[Side, Any]:
         """Per side: largest event time, time range of the joining rows, retractions. From the side's
         files where their footers and statistics tell them (`Executor.stored_time_range`; the range
         then covers rows the scan's filters drop too, so a run may read a little more state), else
-        in one Spark job."""
+        in one Spark job. A cascade's side counts as far as the watermark the join below forwards."""
         known, parts = {}, []
         for s in Side:
-            stored = self.executor.scan_time_range(self.scans[s], self.time_column[s], append_only=True)
+            stored = (self.executor.scan_time_range(self.scans[s], self.time_column[s], append_only=True)
+                      if s in self.scans else None)
             if stored is not None:
                 known[s] = {"max_time": stored.hi, "lo": stored.lo, "hi": stored.hi, "retractions": 0}
                 continue
@@ -242,7 +256,11 @@ class IntervalJoin:
                 F.lit(s.value).alias("side"), F.max(t).alias("max_time"),
                 F.min(F.when(col("_passes"), t)).alias("lo"), F.max(F.when(col("_passes"), t)).alias("hi"),
                 F.count_if(col("_passes") & (col("_kind") != RowKind.INSERT.value)).alias("retractions")))
-        return {**known, **{Side(r["side"]): r.asDict() for r in computed(parts)}}
+        stats = {**known, **{Side(r["side"]): r.asDict() for r in computed(parts)}}
+        for s in Side:
+            if s not in self.scans:
+                stats[s]["max_time"] = self.executor.watermarks[self.children[s].id]
+        return stats
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
         examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)
@@ -255,7 +273,7 @@ class IntervalJoin:
     def new_rows(self, s: Side, changes: DataFrame) -> DataFrame:
         """The side's joining rows of this run, consolidated: columns, weight, keys, time."""
         side, n = self.sides[s], self.names[s]
-        rows = consolidate(changes.where(col("_passes")).withColumn(WEIGHT, F.lit(1).cast("long")), side.columns)
+        rows = consolidate(changes.where(col("_passes")), side.columns)
         return side.with_keys(rows.withColumnRenamed(WEIGHT, n.w)).withColumn(n.time, micros(col(self.time_column[s])))
 
     def never_matching(self, s: Side) -> SparkColumn:
@@ -347,7 +365,9 @@ class IntervalJoin:
         paths = {s: x.tables.state(f"{self.node.id}_{s.value}") for s in Side}
         old = Clock.load(paths[Side.LEFT], x.versions.get(paths[Side.LEFT]), self.default_slice())
         clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
-                            {s.value: _us(self.specs[s].watermark_delay) for s in Side}, self.bound, self.lateness_us)
+                            {s.value: _us(self.specs[s].watermark_delay) if s in self.specs else 0 for s in Side},
+                            self.bound, self.lateness_us)
+        x.watermarks[self.node.id] = None if clock.watermark is None else clock.watermark - self.output_delay()
         tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,
                                    x.versions.get(paths[s]), old.slice_us) for s in Side}
         late = self.stage_late_rows(changes, old)
@@ -409,7 +429,7 @@ class IntervalJoin:
         schema = late_rows_schema(x.plan)
         path = x.tables.late_rows
         actions, counts = FileActions(), {}
-        for s in Side:
+        for s in self.scans:
             rows = changes[s].where(col("_passes") & (col(self.names[s].time) < behind))
             meta = [F.lit(x.run_id).cast("long").alias("_run_id"), F.lit(self.node.id).alias("_join"),
                     F.lit(s.value).alias("_side"), F.lit(self.scans[s].input).alias("_input")]
@@ -423,6 +443,11 @@ class IntervalJoin:
         else:
             shared.actions = shared.actions + actions
         return counts
+
+    def output_delay(self) -> int:
+        """How far the watermark this join forwards (to a cascade's next interval join) trails its own,
+        in microseconds (`TimeBound.longest_wait` plus the allowed lateness)."""
+        return _us(self.bound.longest_wait) + self.lateness_us
 
     def default_slice(self) -> int:
         """The slice width of new state: about the time a row stays in state, at least a minute."""

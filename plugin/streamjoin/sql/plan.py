@@ -162,6 +162,13 @@ class TimeBound:
         tick = timedelta(microseconds=1)  # event times are microseconds: `> x` is `>= x + 1us`
         return self.lower + tick * self.lower_strict > self.upper - tick * self.upper_strict
 
+    @property
+    def longest_wait(self) -> timedelta:
+        """The longest a row waits in state for a partner, beyond the watermark: max(-lower, upper),
+        at least 0. Flink's interval join holds the watermark it forwards back by it (plus the
+        allowed lateness), so a join of its rows never finds them late (`getMaxOutputDelay`)."""
+        return max(timedelta(0), -(self.lower or timedelta(0)), self.upper or timedelta(0))
+
     def __str__(self) -> str:
         """`l - r in [lower, upper]` over the internal names, e.g. `` `l__ts` - `r__ts` in [-4s, 0s] ``."""
         lower = "-inf" if self.lower is None else duration_text(self.lower)

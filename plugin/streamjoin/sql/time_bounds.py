@@ -140,23 +140,52 @@ def time_bounds(c: exp.Expression, lt: str, rt: str) -> list[tuple[str, timedelt
 
 
 def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Callable) -> Node:
-    """Turn INNER/LEFT/RIGHT/FULL joins of two inputs whose condition bounds their event
-    times' difference on both sides into interval joins (`Join.time_bound`)."""
+    """Turn INNER/LEFT/RIGHT/FULL joins whose condition bounds the difference of their sides' event
+    times on both sides into interval joins (`Join.time_bound`). A side is an input, or on the left
+    an interval join whose rows carry its inputs' event times (a cascade, as Flink plans it)."""
     if isinstance(root, Join):
         root = replace(root, left=extract_time_bound(root.left, prefixes, fail),
                        right=extract_time_bound(root.right, prefixes, fail))
     if not (isinstance(root, Join) and root.residual and root.join_type in _INTERVAL_JOINS
-            and isinstance(root.left, Scan) and isinstance(root.right, Scan)):
+            and isinstance(root.right, Scan)):
         return root
-    lt = _event_time(root.left, prefixes)
     rt = _event_time(root.right, prefixes)
-    if lt is None or rt is None:
+    times = carried_times(root.left, prefixes) if rt is not None else []
+    found = next(filter(None, (_bound(root.residual, lt, rt) for lt in times)), None)
+    if found is None:
         return root
+    bound, residual = found
+    for scan in (root.left, root.right) if isinstance(root.left, Scan) else (root.right,):
+        spec = prefixes[scan.alias]
+        kind = spec.column_type(spec.event_time).lower()
+        if kind not in _TIMESTAMP_TYPES:
+            raise fail(f"input '{spec.name}': event_time column '{spec.event_time}' is {kind}; the interval join "
+                       f"{root.id} needs a timestamp event time (declare the column as timestamp)")
+        if spec.changelog_format not in ("append", "changelog"):
+            raise fail(f"input '{spec.name}': changelog_format '{spec.changelog_format}' produces updates and deletes, "
+                       f"but the interval join {root.id} needs an append-only input, as in Flink; declare an "
+                       "insert-only changelog ('append'), or drop the time bound to make it a regular join")
+    return replace(root, residual=residual, time_bound=bound)
+
+
+def carried_times(node: Node, prefixes: Mapping[str, InputSpec]) -> list[str]:
+    """The event times (internal names) the rows of `node` carry as time attributes: an input's,
+    and an interval join's sides' (Flink keeps both; a side padded with NULLs has no time there)."""
+    if isinstance(node, Scan):
+        return [t for t in [_event_time(node, prefixes)] if t is not None]
+    if isinstance(node, Join) and node.time_bound is not None:
+        return carried_times(node.left, prefixes) + carried_times(node.right, prefixes)
+    return []
+
+
+def _bound(residual: str, lt: str, rt: str) -> tuple[TimeBound, str | None] | None:
+    """The bound a join's residual puts on `lt - rt` and the rest of the residual, or None
+    without both a lower and an upper bound."""
     lower: timedelta | None = None
     upper: timedelta | None = None
     lower_strict = upper_strict = False
     rest: list[exp.Expression] = []
-    for c in conjuncts(sqlglot.parse_one(root.residual, read="spark")):
+    for c in conjuncts(sqlglot.parse_one(residual, read="spark")):
         bounds = time_bounds(c, lt, rt)
         if bounds is None:
             rest.append(c)
@@ -167,21 +196,10 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
             if kind == "upper" and (upper is None or value < upper or (value == upper and strict)):
                 upper, upper_strict = value, strict
     if lower is None or upper is None:
-        return root
-    for scan in (root.left, root.right):
-        spec = prefixes[scan.alias]
-        kind = spec.column_type(spec.event_time).lower()
-        if kind not in _TIMESTAMP_TYPES:
-            raise fail(f"input '{spec.name}': event_time column '{spec.event_time}' is {kind}; the interval join "
-                       f"{root.id} needs a timestamp event time (declare the column as timestamp)")
-        if spec.changelog_format not in ("append", "changelog"):
-            raise fail(f"input '{spec.name}': changelog_format '{spec.changelog_format}' produces updates and deletes, "
-                       f"but the interval join {root.id} needs an append-only input, as in Flink; declare an "
-                       "insert-only changelog ('append'), or drop the time bound to make it a regular join")
-    residual = " AND ".join(f"({c.sql('spark')})" for c in rest) or None
+        return None
     bound = TimeBound(left_time=lt, right_time=rt, lower=lower, upper=upper,
                       lower_strict=lower_strict, upper_strict=upper_strict)
-    return replace(root, residual=residual, time_bound=bound)
+    return bound, " AND ".join(f"({c.sql('spark')})" for c in rest) or None
 
 
 def _event_time(scan: Scan, prefixes: Mapping[str, InputSpec]) -> str | None:
