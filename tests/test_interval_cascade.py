@@ -27,6 +27,7 @@ from client import run_in_flink  # noqa: E402
 
 COLUMNS = [["k", "int"], ["v", "int"], ["ts", "timestamp"]]
 INPUTS = {n: {"columns": COLUMNS, "event_time": "ts"} for n in "lrs"}
+VERSIONED = {"columns": COLUMNS, "event_time": "ts", "unique_key": ["k"]}
 CASES = sorted((Path(__file__).parent / "cases").glob("interval-cascade-*.json"))
 FLUSH = -1  # `v` of the rows of a last run far ahead in time, which expires every earlier row
 
@@ -44,16 +45,24 @@ def cascade_sql(first: str, second: str, by: str, bounds: tuple[int, int, int, i
             f"AND s.ts <= {by}.ts + INTERVAL '{d}' SECOND")
 
 
-def random_on_time_case(name: str, sql: str, rng: random.Random) -> dict:
+def random_on_time_case(name: str, sql: str, rng: random.Random, versioned: bool = False) -> dict:
     """Three runs of rows at or after every watermark when they arrive (every delay 0: the first
-    join's, of l and r, is the highest), NULL keys and duplicates, then a run far ahead in time (keys
-    that match nothing) that expires every earlier row, as the end of Flink's bounded input does."""
-    top = {n: 0 for n in INPUTS}
-    runs, v = [], 0
+    join's, of l and its partner, is the highest), NULL keys and duplicates, then a run far ahead in
+    time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
+    does. The partner is r, or with `versioned` v: versions of keys 1 and 2 (new ones, updates as
+    -U/+U, deletions)."""
+    partner = "v" if versioned else "r"
+    inputs = {"l": INPUTS["l"], partner: VERSIONED if versioned else INPUTS["r"], "s": INPUTS["s"]}
+    top = {n: 0 for n in inputs}
+    runs, v, versions = [], 0, []
     for _ in range(3):
-        floor = min(top["l"], top["r"])
+        floor = min(top["l"], top[partner])
         changes: dict[str, list] = {}
-        for n in INPUTS:
+        for n in inputs:
+            if n == "v":
+                changes[n] = version_changes(versions, floor, rng)
+                top[n] = max([top[n]] + [seconds(r[2]) for _, r in changes[n]])
+                continue
             rows = []
             for _ in range(rng.randint(0, 4)):
                 v += 1
@@ -63,12 +72,45 @@ def random_on_time_case(name: str, sql: str, rng: random.Random) -> dict:
             top[n] = max([top[n]] + [ts for _, _, ts in rows])
         runs.append({"changes": changes})
     far = max(top.values()) + 3600
-    runs.append({"changes": {n: [["+I", [100 + i, FLUSH, t(far)]]] for i, n in enumerate(INPUTS)}})
-    return {"name": name, "sql": sql, "inputs": INPUTS, "config": {}, "runs": runs}
+    runs.append({"changes": {n: [["+I", [100 + i, FLUSH, t(far)]]] for i, n in enumerate(inputs)}})
+    return {"name": name, "sql": sql, "inputs": inputs, "config": {}, "runs": runs}
+
+
+def version_changes(versions: list[list], floor: int, rng: random.Random) -> list:
+    """One run's changes of v, from `floor` on: new versions, and updates (-U/+U) and deletions of
+    versions not yet behind the watermark (`versions`: every version so far)."""
+    changes: list = []
+    for _ in range(rng.randint(1, 3)):
+        live = [x for x in versions if seconds(x[2]) >= floor]
+        new = [rng.choice([1, 2]), 50 + rng.randint(0, 9), t(floor + rng.randint(0, 8))]
+        if live and rng.random() < 0.4:
+            old = rng.choice(live)
+            versions.remove(old)
+            if rng.random() < 0.5:
+                changes.append(["-D", old])
+                continue
+            new[0] = old[0]
+            changes += [["-U", old], ["+U", new]]
+        else:
+            changes.append(["+I", new])
+        versions.append(new)
+    return changes
+
+
+def seconds(text: str) -> int:
+    return int(text[-8:-6]) * 3600 + int(text[-5:-3]) * 60 + int(text[-2:])
 
 
 def without_flush(rows: list) -> Counter:
     return Counter(tuple(r) for r in rows if FLUSH not in r)
+
+
+def temporal_sql(first: str, second: str, bounds: tuple[int, int]) -> str:
+    """l enriched with the version of v valid at l.ts, then joined with s around l.ts."""
+    c, d = bounds
+    return (f"SELECT l.v AS lv, v.v AS vv, s.v AS sv FROM l {first} JOIN v FOR SYSTEM_TIME AS OF l.ts ON l.k = v.k "
+            f"{second} JOIN s ON l.k = s.k "
+            f"AND s.ts BETWEEN l.ts + INTERVAL '{c}' SECOND AND l.ts + INTERVAL '{d}' SECOND")
 
 
 QUERIES = [
@@ -80,16 +122,20 @@ QUERIES = [
     cascade_sql("FULL", "INNER", "l", (-4, 1, -1, 2)),
     cascade_sql("LEFT", "INNER", "r", (-3, 3, 0, 3)),  # by the side the first join pads: NULL times match nothing
 ]
+#: an interval join of a temporal join's rows, by the probe's time (the temporal join forwards its watermark as is)
+TEMPORAL_QUERIES = [temporal_sql("INNER", "INNER", (-2, 3)), temporal_sql("LEFT", "LEFT", (0, 4)),
+                    temporal_sql("INNER", "FULL", (-3, 0)), temporal_sql("LEFT", "RIGHT", (-1, 2))]
 
 
 def test_cascaded_interval_joins_agree_with_flink(spark):
     """Every run's changelog is insert-only (a regular second join padded early and retracted
     later), and the result is Flink's, where the far run has expired every earlier row: the second
     join loses no pair (without the first join's held-back watermark it would expire s rows that
-    later rows of the first join match)."""
+    later rows of the first join match). The first join is an interval join or a temporal join."""
     rng = random.Random(20261202)
-    cases = [random_on_time_case(f"interval-cascade-{i}-{j}", sql, rng) for i, sql in enumerate(QUERIES)
-             for j in range(2)]
+    cases = [random_on_time_case(f"interval-cascade-{i}", sql, rng) for i, sql in enumerate(QUERIES)]
+    cases += [random_on_time_case(f"temporal-then-interval-{i}", sql, rng, versioned=True)
+              for i, sql in enumerate(TEMPORAL_QUERIES)]
     flink = run_in_flink(cases)
     with ThreadPoolExecutor(max_workers=3) as pool:
         outcomes = list(pool.map(lambda c: run_case(spark, c), cases))
@@ -112,9 +158,29 @@ def test_a_bounded_join_of_an_interval_joins_rows_is_an_interval_join():
     plan = compile_sql("m", cascade_sql("INNER", "LEFT", "r", (-5, 0, -2, 3)), specs)
     assert plan.root.time_bound is not None and plan.root.left.time_bound is not None
     assert "left join j2 ON `r__k` = `s__k` interval `r__ts` - `s__ts` in [-3 seconds, 2 seconds]" in plan.explain()
-    assert "j2: a row leaves state once the watermark (on the side of j1's rows, its watermark held back by 5 seconds)" \
-        in describe(plan)
+    held_back = "(on the side of j1's rows, its watermark held back by 5 seconds)"
+    assert f"j2: a row leaves state once the watermark {held_back}" in describe(plan)
     # a regular join's rows carry no time attribute, in Flink either: a bound on them stays a residual
     regular = ("SELECT l.v FROM l JOIN r ON l.k = r.k JOIN s ON l.k = s.k "
                "AND s.ts BETWEEN l.ts AND l.ts + INTERVAL '3' SECOND")
     assert not compile_sql("m", regular, specs).is_interval
+    # a temporal join's rows carry the probe's time: a bound on it makes an interval join
+    plan = compile_sql("m", temporal_sql("LEFT", "LEFT", (0, 4)), {**specs, "v": InputSpec.from_dict("v", VERSIONED)})
+    assert plan.root.time_bound is not None and plan.root.left.temporal is not None
+
+
+def test_retractions_that_reach_an_interval_join_from_a_temporal_join_fail_the_run(spark):
+    """A changelog probe input may retract a probe the temporal join emitted; the interval join of its
+    rows needs them append-only, as in Flink (whose planner refuses an updating input there)."""
+    case = {"name": "probe-retracted", "sql": temporal_sql("INNER", "LEFT", (-2, 0)),
+            "inputs": {"l": {**INPUTS["l"], "changelog_format": "changelog"}, "v": VERSIONED, "s": INPUTS["s"]},
+            "runs": [{"changes": {"l": [["+I", [1, 1, t(5)]]], "v": [["+I", [1, 50, t(1)]]],
+                                  "s": [["+I", [1, 2, t(4)]]]}},
+                     {"changes": {"l": [["+I", [2, 3, t(10)]]], "v": [["+I", [3, 51, t(10)]]],
+                                  "s": [["+I", [9, 4, t(10)]]]}},
+                     {"changes": {"l": [["-D", [1, 1, t(5)]]]},
+                      "expect_error": "input 'l': interval joins need append-only inputs, as in Flink: 1 change(s) "
+                                      "of kind -U/+U/-D reached the interval join j2 from the rows of j1"}]}
+    outcome = run_case(spark, case)
+    assert_ok(outcome)
+    assert outcome["runs"][1]["changelog"] == [["+I", [1, 50, 2]]]

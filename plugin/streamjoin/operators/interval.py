@@ -56,7 +56,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from ..errors import InputError
 from ..one_partition import gathered
 from ..row_errors import retraction_examples
-from ..sql.plan import Join, JoinPlan, Node, Scan, TimeBound
+from ..sql.plan import Join, JoinPlan, Node, Scan, TimeBound, scans
 from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
@@ -225,12 +225,12 @@ class IntervalJoin:
     # -- inputs -------------------------------------------------------------------------------
     def changes(self, s: Side) -> DataFrame:
         """This run's rows of a side: internal columns, weight, row kind, and whether they pass the
-        scan's filters. A cascade's side is the run's output of the interval join below (inserts)."""
+        scan's filters. A side that is a join's rows is that join's output change this run."""
         time = micros(col(self.time_column[s]))
         if s not in self.scans:
             rows = self.executor.delta(self.children[s])
-            return rows.withColumns({"_kind": F.lit(RowKind.INSERT.value), "_passes": F.lit(True),
-                                     self.names[s].time: time})
+            kind = F.when(col(WEIGHT) < 0, F.lit(RowKind.DELETE.value)).otherwise(F.lit(RowKind.INSERT.value))
+            return rows.withColumns({"_kind": kind, "_passes": F.lit(True), self.names[s].time: time})
         scan, spec = self.scans[s], self.specs[s]
         raw = self.executor.changes[scan.input]
         row = F.struct(*[col(c) for c in spec.column_names]).alias(INPUT_ROW)  # as read: for the late rows table
@@ -264,11 +264,13 @@ class IntervalJoin:
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
         examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)
+        child = self.children[s]
+        source = "" if s in self.scans else f" from the rows of {child.id}"  # a temporal join's: its probes retract
         raise InputError(
             f"interval joins need append-only inputs, as in Flink: {n} change(s) of kind -U/+U/-D reached the "
-            f"interval join {self.node.id}, e.g. {examples}. Feed it an insert-only changelog (only +I rows, or "
-            "changelog_format 'append'), or drop the time bound to make it a regular join",
-            model=self.model, input_name=self.specs[s].name)
+            f"interval join {self.node.id}{source}, e.g. {examples}. Feed it an insert-only changelog (only +I "
+            "rows, or changelog_format 'append'), or drop the time bound to make it a regular join",
+            model=self.model, input_name=scans(child)[0].input)
 
     def new_rows(self, s: Side, changes: DataFrame) -> DataFrame:
         """The side's joining rows of this run, consolidated: columns, weight, keys, time."""

@@ -98,6 +98,7 @@ class _Compiler:
         post_filters.extend(leftover)
         root = extract_time_bound(root, self.prefixes, self.fail)
         root = bind_temporal(root, self.as_of, self.prefixes, self.fail)
+        root = extract_time_bound(root, self.prefixes, self.fail)  # interval joins of temporal joins' rows
         root = bind_window_joins(root, self.prefixes, self.fail)
         self.check_equi(root)
         outputs = self.outputs(tree, scope, root)

@@ -142,12 +142,13 @@ def time_bounds(c: exp.Expression, lt: str, rt: str) -> list[tuple[str, timedelt
 def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Callable) -> Node:
     """Turn INNER/LEFT/RIGHT/FULL joins whose condition bounds the difference of their sides' event
     times on both sides into interval joins (`Join.time_bound`). A side is an input, or on the left
-    an interval join whose rows carry its inputs' event times (a cascade, as Flink plans it)."""
+    the rows of a join that carry an input's event time as Flink keeps it: an interval join's (a
+    cascade) or an event-time temporal join's (the compiler runs this again once those are bound)."""
     if isinstance(root, Join):
         root = replace(root, left=extract_time_bound(root.left, prefixes, fail),
                        right=extract_time_bound(root.right, prefixes, fail))
     if not (isinstance(root, Join) and root.residual and root.join_type in _INTERVAL_JOINS
-            and isinstance(root.right, Scan)):
+            and isinstance(root.right, Scan) and root.temporal is None and root.window is None):
         return root
     rt = _event_time(root.right, prefixes)
     times = carried_times(root.left, prefixes) if rt is not None else []
@@ -169,12 +170,15 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
 
 
 def carried_times(node: Node, prefixes: Mapping[str, InputSpec]) -> list[str]:
-    """The event times (internal names) the rows of `node` carry as time attributes: an input's,
-    and an interval join's sides' (Flink keeps both; a side padded with NULLs has no time there)."""
+    """The event times (internal names) the rows of `node` carry as time attributes: an input's, an
+    interval join's sides' (Flink keeps both; a side padded with NULLs has no time there), and an
+    event-time temporal join's probe side's."""
     if isinstance(node, Scan):
         return [t for t in [_event_time(node, prefixes)] if t is not None]
     if isinstance(node, Join) and node.time_bound is not None:
         return carried_times(node.left, prefixes) + carried_times(node.right, prefixes)
+    if isinstance(node, Join) and node.temporal is not None and not node.temporal.processing_time:
+        return carried_times(node.left, prefixes)
     return []
 
 
