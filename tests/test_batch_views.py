@@ -28,6 +28,7 @@ from streamjoin.api import publish, run_model
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import run_once
 import test_asof_join as asof_cases
+import test_interval_cascade as interval_cascades
 import test_lookup_join as lookup_cases
 from test_temporal_join import INNER, LEFT, ORDERS, RATES, on_time_changelogs
 from test_temporal_join import SCENARIOS as TEMPORAL_SCENARIOS
@@ -221,6 +222,18 @@ def test_cascaded_window_join_results_equal_their_batch_views(spark):
         case, _ = random_on_time_case(f"window-cascade-views-{i}", sql, rng, {"l": L, "r": R, "s": S})
         case["inputs"]["s"] = {**S, "watermark_delay": "3 seconds"}  # the last join fires later than the first
         assert_views_match(spark, case, "default.window_cascade_views")
+
+
+def test_a_temporal_join_of_interval_join_rows_equals_its_batch_views(spark):
+    """The batch keeps the probes whose time (an interval join's l.ts, or r.ts) the temporal join's watermark
+    passed."""
+    rng = random.Random(11)
+    by_l = interval_cascades.PROBING_QUERIES[0]
+    by_r = by_l.replace("AS OF l.ts ON l.k", "AS OF r.ts ON r.k")
+    for i, sql in enumerate([by_l, by_r]):
+        inputs = interval_cascades.PROBING_INPUTS
+        case = interval_cascades.random_on_time_case(f"interval-temporal-views-{i}", sql, rng, inputs)
+        assert_views_match(spark, case, "default.interval_temporal_views")
 
 
 def test_a_window_batch_in_spark_form_keeps_the_windows_that_fired(spark):

@@ -16,7 +16,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from scenario import assert_ok, cases_pass
+from scenario import assert_ok, cases_pass, compile_error
 from streamjoin.conformance import run_case
 from streamjoin.explain import describe
 from streamjoin.spec import InputSpec
@@ -45,21 +45,19 @@ def cascade_sql(first: str, second: str, by: str, bounds: tuple[int, int, int, i
             f"AND s.ts <= {by}.ts + INTERVAL '{d}' SECOND")
 
 
-def random_on_time_case(name: str, sql: str, rng: random.Random, versioned: bool = False) -> dict:
+def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[str, dict] = INPUTS) -> dict:
     """Three runs of rows at or after every watermark when they arrive (every delay 0: the first
-    join's, of l and its partner, is the highest), NULL keys and duplicates, then a run far ahead in
+    join's, of the first two inputs, is the highest), NULL keys and duplicates, then a run far ahead in
     time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
-    does. The partner is r, or with `versioned` v: versions of keys 1 and 2 (new ones, updates as
-    -U/+U, deletions)."""
-    partner = "v" if versioned else "r"
-    inputs = {"l": INPUTS["l"], partner: VERSIONED if versioned else INPUTS["r"], "s": INPUTS["s"]}
+    does. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`)."""
+    first = list(inputs)[:2]
     top = {n: 0 for n in inputs}
     runs, v, versions = [], 0, []
     for _ in range(3):
-        floor = min(top["l"], top[partner])
+        floor = min(top[n] for n in first)
         changes: dict[str, list] = {}
-        for n in inputs:
-            if n == "v":
+        for n, spec in inputs.items():
+            if spec.get("unique_key"):
                 changes[n] = version_changes(versions, floor, rng)
                 top[n] = max([top[n]] + [seconds(r[2]) for _, r in changes[n]])
                 continue
@@ -125,17 +123,32 @@ QUERIES = [
 #: an interval join of a temporal join's rows, by the probe's time (the temporal join forwards its watermark as is)
 TEMPORAL_QUERIES = [temporal_sql("INNER", "INNER", (-2, 3)), temporal_sql("LEFT", "LEFT", (0, 4)),
                     temporal_sql("INNER", "FULL", (-3, 0)), temporal_sql("LEFT", "RIGHT", (-1, 2))]
+TEMPORAL_INPUTS = {"l": INPUTS["l"], "v": VERSIONED, "s": INPUTS["s"]}
+#: a temporal join probing with an interval join's rows, by a time they keep
+PROBING_QUERIES = [
+    "SELECT l.v AS lv, r.v AS rv, s.v AS sv FROM l JOIN r ON l.k = r.k AND l.ts BETWEEN r.ts - INTERVAL '4' SECOND "
+    "AND r.ts + INTERVAL '1' SECOND LEFT JOIN s FOR SYSTEM_TIME AS OF l.ts ON l.k = s.k",
+    "SELECT l.v AS lv, r.v AS rv, s.v AS sv FROM l RIGHT JOIN r ON l.k = r.k "
+    "AND l.ts BETWEEN r.ts - INTERVAL '2' SECOND AND r.ts + INTERVAL '3' SECOND JOIN s FOR SYSTEM_TIME AS OF r.ts "
+    "ON r.k = s.k",
+    "SELECT l.v AS lv, r.v AS rv, s.v AS sv FROM l LEFT JOIN r ON l.k = r.k AND l.ts BETWEEN r.ts AND "
+    "r.ts + INTERVAL '5' SECOND LEFT JOIN s FOR SYSTEM_TIME AS OF l.ts ON l.k = s.k AND s.v > l.v",
+]
+PROBING_INPUTS = {"l": INPUTS["l"], "r": INPUTS["r"], "s": VERSIONED}
 
 
 def test_cascaded_interval_joins_agree_with_flink(spark):
     """Every run's changelog is insert-only (a regular second join padded early and retracted
     later), and the result is Flink's, where the far run has expired every earlier row: the second
     join loses no pair (without the first join's held-back watermark it would expire s rows that
-    later rows of the first join match). The first join is an interval join or a temporal join."""
+    later rows of the first join match). The first join is an interval join or a temporal join, and a
+    temporal join probes with an interval join's rows (its watermark held back as above)."""
     rng = random.Random(20261202)
     cases = [random_on_time_case(f"interval-cascade-{i}", sql, rng) for i, sql in enumerate(QUERIES)]
-    cases += [random_on_time_case(f"temporal-then-interval-{i}", sql, rng, versioned=True)
+    cases += [random_on_time_case(f"temporal-then-interval-{i}", sql, rng, TEMPORAL_INPUTS)
               for i, sql in enumerate(TEMPORAL_QUERIES)]
+    cases += [random_on_time_case(f"interval-then-temporal-{i}-{j}", sql, rng, PROBING_INPUTS)
+              for i, sql in enumerate(PROBING_QUERIES) for j in range(2)]
     flink = run_in_flink(cases)
     with ThreadPoolExecutor(max_workers=3) as pool:
         outcomes = list(pool.map(lambda c: run_case(spark, c), cases))
@@ -169,11 +182,20 @@ def test_a_bounded_join_of_an_interval_joins_rows_is_an_interval_join():
     assert plan.root.time_bound is not None and plan.root.left.temporal is not None
 
 
+def test_a_temporal_join_probes_with_an_interval_joins_rows_by_a_time_they_never_pad():
+    specs = {n: InputSpec.from_dict(n, spec) for n, spec in PROBING_INPUTS.items()}
+    plan = compile_sql("m", PROBING_QUERIES[0], specs)
+    assert plan.root.temporal is not None and plan.root.left.time_bound is not None
+    padded = PROBING_QUERIES[2].replace("AS OF l.ts", "AS OF r.ts")
+    assert ("FOR SYSTEM_TIME AS OF after the interval join j1 must name an event time its rows keep and never pad "
+            "with NULL (l.ts), not r.ts") in compile_error("m", padded, PROBING_INPUTS)
+
+
 def test_retractions_that_reach_an_interval_join_from_a_temporal_join_fail_the_run(spark):
     """A changelog probe input may retract a probe the temporal join emitted; the interval join of its
     rows needs them append-only, as in Flink (whose planner refuses an updating input there)."""
     case = {"name": "probe-retracted", "sql": temporal_sql("INNER", "LEFT", (-2, 0)),
-            "inputs": {"l": {**INPUTS["l"], "changelog_format": "changelog"}, "v": VERSIONED, "s": INPUTS["s"]},
+            "inputs": {**TEMPORAL_INPUTS, "l": {**INPUTS["l"], "changelog_format": "changelog"}},
             "runs": [{"changes": {"l": [["+I", [1, 1, t(5)]]], "v": [["+I", [1, 50, t(1)]]],
                                   "s": [["+I", [1, 2, t(4)]]]}},
                      {"changes": {"l": [["+I", [2, 3, t(10)]]], "v": [["+I", [3, 51, t(10)]]],

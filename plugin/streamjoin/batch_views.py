@@ -100,10 +100,11 @@ class Timing:
                     timing.emitted[dimension.alias.lower()] = [f"{q(s.alias)}.{q(READ_TIME)}" for s in emitting]
                     timing.read_times.update(s.input for s in emitting)
             elif node.temporal is not None:
-                probe, versioned = node.left, node.right
-                while isinstance(probe, Join):  # temporal joins probing with another's rows: its probe input
-                    probe = probe.left
-                assert isinstance(probe, Scan) and isinstance(versioned, Scan)  # the compiler checks both
+                versioned = node.right
+                # the input whose event time the probes carry (its own, or a temporal or interval join's rows')
+                probe_time = node.temporal.probe_time
+                probe = next(s for s in scans(node.left) if probe_time in dict(s.columns).values())
+                assert isinstance(versioned, Scan)  # the compiler checks it
                 path = tables.state(f"{node.id}_probes")
                 w = Clock.load(temporal.META_KEY, (temporal.PROBE, temporal.VERSIONS), path, table_version(path)).watermark
                 spec = plan.inputs[probe.input]

@@ -26,8 +26,9 @@ Per run:
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
 
 A temporal join may probe with the rows of another (Flink's multi temporal join, by the same
-time): its probes are what that join emits this run, and that join's watermark stands in for
-the probe input's largest time (Flink forwards the watermark with the rows).
+time) or of an interval join (by a time its rows keep): its probes are what that join emits this
+run, and the watermark that join forwards stands in for the probe input's largest time (Flink
+forwards the watermark with the rows).
 
 State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
 a run reads them all (they are the probes inside the watermark delay) and ignores those at or
@@ -79,7 +80,7 @@ class TemporalJoin:
         sides = executor.join_sides(node)
         self.probe: JoinSide = sides[Side.LEFT]
         self.versions: JoinSide = sides[Side.RIGHT]
-        #: the probe side's scan; None when it is the rows of another temporal join (`sql.temporal.chained`)
+        #: the probe side's scan; None when it is the rows of another temporal join or of an interval join
         self.probe_scan: Scan | None = node.left if isinstance(node.left, Scan) else None
         self.version_scan: Scan = node.right  # type: ignore[assignment]
         self.version_input = executor.plan.inputs[self.version_scan.input]

@@ -35,6 +35,7 @@ from ..spec import InputSpec
 from ..types import JoinType, q
 from .plan import Join, Node, Scan, TemporalSpec, internal_name
 from .strategy import user_text
+from .time_bounds import carried_times
 
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
 
@@ -162,10 +163,17 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
             problems.append(f"FOR SYSTEM_TIME AS OF after the temporal join {probe.id} must name the time its probe "
                             f"side joined by ({user_text(q(first.probe_time))}), the time attribute its rows keep, as in Flink; not "
                             f"{user_text(clause.time)}")
+    elif isinstance(probe, Join) and probe.time_bound is not None:  # an interval join's rows keep their times
+        times = carried_times(probe, prefixes, padded=False)
+        if clause.time.strip("`") not in times:
+            kept = " or ".join(user_text(q(t)) for t in times) or "none: it pads both sides with NULLs"
+            problems.append(f"FOR SYSTEM_TIME AS OF after the interval join {probe.id} must name an event time its "
+                            f"rows keep and never pad with NULL ({kept}), not {user_text(clause.time)}: a probe "
+                            "needs a time")
     elif not isinstance(probe, Scan):
         problems.append("the probe side is the result of another join; a temporal join probes with one input "
-                        "(or a derived table over one), or with the rows of another event-time temporal join: "
-                        "join the versions first, then the other inputs")
+                        "(or a derived table over one), or with the rows of another event-time temporal join or of "
+                        "an interval join: join the versions first, then the other inputs")
     else:
         spec = prefixes[probe.alias]
         if spec.event_time is None:

@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..spec import InputSpec
-from ..types import JoinType
+from ..types import JoinType, Side
 from .plan import Join, Node, Scan, TimeBound
 
 _NEGATE = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
@@ -169,16 +169,18 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
     return replace(root, residual=residual, time_bound=bound)
 
 
-def carried_times(node: Node, prefixes: Mapping[str, InputSpec]) -> list[str]:
+def carried_times(node: Node, prefixes: Mapping[str, InputSpec], padded: bool = True) -> list[str]:
     """The event times (internal names) the rows of `node` carry as time attributes: an input's, an
-    interval join's sides' (Flink keeps both; a side padded with NULLs has no time there), and an
-    event-time temporal join's probe side's."""
+    interval join's sides' (Flink keeps both; a side padded with NULLs has no time there: without
+    `padded`, only the sides never padded), and an event-time temporal join's probe side's."""
     if isinstance(node, Scan):
         return [t for t in [_event_time(node, prefixes)] if t is not None]
     if isinstance(node, Join) and node.time_bound is not None:
-        return carried_times(node.left, prefixes) + carried_times(node.right, prefixes)
+        sides = [(node.left, Side.RIGHT), (node.right, Side.LEFT)]
+        return [t for side, other in sides if padded or not node.join_type.preserves(other)
+                for t in carried_times(side, prefixes, padded)]
     if isinstance(node, Join) and node.temporal is not None and not node.temporal.processing_time:
-        return carried_times(node.left, prefixes)
+        return carried_times(node.left, prefixes, padded)
     return []
 
 
