@@ -178,8 +178,12 @@ def test_a_bounded_join_of_an_interval_joins_rows_is_an_interval_join():
                "AND s.ts BETWEEN l.ts AND l.ts + INTERVAL '3' SECOND")
     assert not compile_sql("m", regular, specs).is_interval
     # a temporal join's rows carry the probe's time: a bound on it makes an interval join
-    plan = compile_sql("m", temporal_sql("LEFT", "LEFT", (0, 4)), {**specs, "v": InputSpec.from_dict("v", VERSIONED)})
+    upsert = InputSpec.from_dict("v", {**VERSIONED, "changelog_format": "upsert"})
+    plan = compile_sql("m", temporal_sql("LEFT", "LEFT", (0, 4)), {**specs, "v": upsert})
     assert plan.root.time_bound is not None and plan.root.left.temporal is not None
+    inputs = describe(plan).split("\ninputs:\n", 1)[1].split("\n\n", 1)[0]  # only the probes must be insertions
+    assert "l: changelog_format changelog; event time ts; must be append-only: the interval join j2 reads it" in inputs
+    assert "v: changelog_format upsert; event time ts; inserts, updates and deletes" in inputs
 
 
 def test_a_temporal_join_probes_with_an_interval_joins_rows_by_a_time_they_never_pad():

@@ -37,8 +37,10 @@ def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
     for node in plan.nodes():
         if not isinstance(node, Join):
             continue
-        if node.time_bound or node.window:
-            needing, why = scans(node), f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
+        if node.time_bound or node.window:  # of a temporal join's rows, only its probes must be insertions
+            needing = [scan for side in (node.left, node.right)
+                       for scan in scans(side.left if isinstance(side, Join) and side.temporal else side)]
+            why = f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
         elif node.temporal and node.temporal.processing_time:  # an event-time join's probes may change, as in Flink
             needing, why = scans(node.left), f"it is the probe side of the {node.kind} join {node.id}"
         else:

@@ -2,10 +2,11 @@
 
 Both inputs are append-only and carry an event time; a left row l and a right row r join
 when their keys (and residual) match and `lower <= l.time - r.time <= upper`. The left side may
-be another interval join whose rows carry the time (a cascade, as Flink plans it): its rows of
-the run arrive as they are emitted there, and the watermark it forwards, held back by the
-longest a row waits there for a partner (Flink's `getMaxOutputDelay`), stands in for that
-side's largest event time. Per run:
+be the rows of another join that carry the time, as Flink plans it: an interval join's (a
+cascade) or an event-time temporal join's. Its rows of the run arrive as they are emitted there,
+and the watermark it forwards stands in for that side's largest event time: a temporal join's as
+it is, an interval join's held back by the longest a row waits there for a partner (Flink's
+`getMaxOutputDelay`). Per run:
 
 1. Every change is joined first: Δ(L ⋈ R) = ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR, where the
    states hold only rows that could still be matched when the run began.
