@@ -102,8 +102,8 @@ class Timing:
             elif node.temporal is not None:
                 versioned = node.right
                 # the input whose event time the probes carry (its own, or a temporal or interval join's rows')
-                probe_time = node.temporal.probe_time
-                probe = next(s for s in scans(node.left) if probe_time in dict(s.columns).values())
+                time = node.temporal.probe_time
+                probe = next(s for s in scans(node.left) if time in s.output_columns)
                 assert isinstance(versioned, Scan)  # the compiler checks it
                 path = tables.state(f"{node.id}_probes")
                 w = Clock.load(temporal.META_KEY, (temporal.PROBE, temporal.VERSIONS), path, table_version(path)).watermark

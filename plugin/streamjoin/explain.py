@@ -127,7 +127,7 @@ def retention(plan: JoinPlan) -> list[str]:
         if isinstance(node, Join) and node.time_bound:
             below = node.left
             forwarded = (f" (on the side of {below.id}'s rows, its watermark held back by "
-                         f"{duration_text(below.time_bound.longest_wait + plan.config.allowed_lateness)})"
+                         f"{duration_text(below.time_bound.output_delay(plan.config.allowed_lateness))})"
                          if isinstance(below, Join) and below.time_bound else "")
             out.append(f"{node.id}: a row leaves state once the watermark{forwarded} is past every time the bound lets "
                        "it match; late rows are recorded in the late_rows table")

@@ -370,7 +370,8 @@ class IntervalJoin:
         clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
                             {s.value: _us(self.specs[s].watermark_delay) if s in self.specs else 0 for s in Side},
                             self.bound, self.lateness_us)
-        x.watermarks[self.node.id] = None if clock.watermark is None else clock.watermark - self.output_delay()
+        delay = _us(self.bound.output_delay(x.plan.config.allowed_lateness))  # what the next join sees
+        x.watermarks[self.node.id] = None if clock.watermark is None else clock.watermark - delay
         tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,
                                    x.versions.get(paths[s]), old.slice_us) for s in Side}
         late = self.stage_late_rows(changes, old)
@@ -446,11 +447,6 @@ class IntervalJoin:
         else:
             shared.actions = shared.actions + actions
         return counts
-
-    def output_delay(self) -> int:
-        """How far the watermark this join forwards (to a cascade's next interval join) trails its own,
-        in microseconds (`TimeBound.longest_wait` plus the allowed lateness)."""
-        return _us(self.bound.longest_wait) + self.lateness_us
 
     def default_slice(self) -> int:
         """The slice width of new state: about the time a row stays in state, at least a minute."""

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Union
 
 from ..spec import InputSpec, ModelConfig
-from ..types import JoinType, duration_text, q
+from ..types import JoinType, Side, duration_text, q
 
 
 def internal_name(alias: str, column: str) -> str:
@@ -162,12 +162,12 @@ class TimeBound:
         tick = timedelta(microseconds=1)  # event times are microseconds: `> x` is `>= x + 1us`
         return self.lower + tick * self.lower_strict > self.upper - tick * self.upper_strict
 
-    @property
-    def longest_wait(self) -> timedelta:
-        """The longest a row waits in state for a partner, beyond the watermark: max(-lower, upper),
-        at least 0. Flink's interval join holds the watermark it forwards back by it (plus the
-        allowed lateness), so a join of its rows never finds them late (`getMaxOutputDelay`)."""
-        return max(timedelta(0), -(self.lower or timedelta(0)), self.upper or timedelta(0))
+    def output_delay(self, allowed_lateness: timedelta) -> timedelta:
+        """How far the watermark an interval join forwards trails its own: the longest a row waits in
+        state for a partner beyond the watermark (max(-lower, upper), at least 0) plus the allowed
+        lateness, as Flink's interval join holds it back (`getMaxOutputDelay`), so a join of its rows
+        never finds them late."""
+        return max(timedelta(0), -(self.lower or timedelta(0)), self.upper or timedelta(0)) + allowed_lateness
 
     def __str__(self) -> str:
         """`l - r in [lower, upper]` over the internal names, e.g. `` `l__ts` - `r__ts` in [-4s, 0s] ``."""
@@ -248,6 +248,12 @@ class Join:
         if self.temporal:
             kind += " lookup" if self.temporal.processing_time else " event-time temporal"
         return kind + (" window" if self.window else "") + (" asof" if self.asof else "")
+
+    @property
+    def unpadded_sides(self) -> tuple["Node", ...]:
+        """The sides whose columns every output row carries as they are, never NULL-padded."""
+        return ((self.left,) if not self.join_type.preserves(Side.RIGHT) else ()) + (
+            (self.right,) if self.join_type.emits_pairs and not self.join_type.preserves(Side.LEFT) else ())
 
     @property
     def output_columns(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..spec import InputSpec
-from ..types import JoinType, Side
+from ..types import JoinType
 from .plan import Join, Node, Scan, TimeBound
 
 _NEGATE = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
@@ -156,7 +156,7 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
     if found is None:
         return root
     bound, residual = found
-    for scan in (root.left, root.right) if isinstance(root.left, Scan) else (root.right,):
+    for scan in [side for side in (root.left, root.right) if isinstance(side, Scan)]:
         spec = prefixes[scan.alias]
         kind = spec.column_type(spec.event_time).lower()
         if kind not in _TIMESTAMP_TYPES:
@@ -176,9 +176,8 @@ def carried_times(node: Node, prefixes: Mapping[str, InputSpec], padded: bool = 
     if isinstance(node, Scan):
         return [t for t in [_event_time(node, prefixes)] if t is not None]
     if isinstance(node, Join) and node.time_bound is not None:
-        sides = [(node.left, Side.RIGHT), (node.right, Side.LEFT)]
-        return [t for side, other in sides if padded or not node.join_type.preserves(other)
-                for t in carried_times(side, prefixes, padded)]
+        sides = (node.left, node.right) if padded else node.unpadded_sides
+        return [t for side in sides for t in carried_times(side, prefixes, padded)]
     if isinstance(node, Join) and node.temporal is not None and not node.temporal.processing_time:
         return carried_times(node.left, prefixes, padded)
     return []

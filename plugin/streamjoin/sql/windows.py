@@ -38,7 +38,7 @@ from sqlglot.tokens import Token, TokenType
 
 from ..errors import CompileError
 from ..spec import APPEND_FORMATS, Column, InputSpec
-from ..types import JoinType, parse_duration, q
+from ..types import parse_duration, q
 from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec
 from .time_bounds import interval_value
 
@@ -279,9 +279,7 @@ def carried_windows(node: Node) -> list[Windows]:
         return [node.windows] if node.windows else []
     if not isinstance(node, Join) or node.window is None:
         return []
-    kept = {JoinType.INNER: (node.left, node.right), JoinType.LEFT: (node.left,), JoinType.RIGHT: (node.right,),
-            JoinType.SEMI: (node.left,), JoinType.ANTI: (node.left,)}.get(node.join_type, ())
-    return [w for side in kept for w in carried_windows(side)]
+    return [w for side in node.unpadded_sides for w in carried_windows(side)]
 
 
 def _equates_windows(node: Join, left: Windows, right: Windows) -> bool:
