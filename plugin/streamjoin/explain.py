@@ -18,6 +18,7 @@ from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
 from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, scans
 from .sql.strategy import user_text
+from .sql.windows import padded_windows_joined
 from .status import table_size
 from .storage import delta_log
 from .storage.state import StateLayout
@@ -98,7 +99,11 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
     if node.asof:
         return ("ASOF operator: the touched keys recomputed from both sides' state",
                 [(f"{node.id}_{s.value}", f"{label}: every live row") for s, label in zip(Side, (left, right))])
-    return "binary operator (Flink's StreamingJoinOperator)", _regular_sides(plan, node)
+    padded = padded_windows_joined(node)
+    why = (f"; not a window join: it joins {node.left.id}'s rows by the windows of {padded}, which {node.left.id} may "
+           "pad with NULL (Flink plans a window join there, which drops a row whose windows are NULL as late); join by "
+           f"the windows of a side {node.left.id} never pads to make it one") if padded else ""
+    return f"binary operator (Flink's StreamingJoinOperator){why}", _regular_sides(plan, node)
 
 
 def watermark(plan: JoinPlan) -> str:

@@ -39,7 +39,7 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import CompileError
 from ..spec import APPEND_FORMATS, Column, InputSpec
 from ..types import parse_duration, q
-from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec
+from .plan import Join, Node, Scan, Windowing, Windows, WindowJoinSpec, scans
 from .time_bounds import interval_value
 
 FUNCTIONS = ("TUMBLE", "HOP", "CUMULATE")
@@ -245,9 +245,9 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
         cascade = next((w for w in carried_windows(left) if _equates_windows(node, w, right.windows)), None)
         if cascade is None:
             return node
-        what, windows, scans = f"the window join {left.id} joined with windowed {right.alias}", cascade, (right,)
+        what, windows, windowed = f"the window join {left.id} joined with windowed {right.alias}", cascade, (right,)
     elif isinstance(left, Scan) and left.windows:
-        what, windows, scans = f"the join of windowed {left.alias} with windowed {right.alias}", left.windows, (left, right)
+        what, windows, windowed = f"the join of windowed {left.alias} with windowed {right.alias}", left.windows, (left, right)
         if not _equates_windows(node, windows, right.windows):
             raise fail(f"{what} is not a window join: its ON condition must equate both window bounds, as Flink "
                        f"requires (add {left.alias}.window_start = {right.alias}.window_start AND {left.alias}.window_end"
@@ -261,7 +261,7 @@ def bind_window_joins(node: Node, prefixes: Mapping[str, InputSpec], fail: Fail)
                         "same window function and sizes on both")
     if node.time_bound is not None or node.temporal is not None:
         problems.append("it also has a time bound or FOR SYSTEM_TIME AS OF; a window join joins by window only")
-    for scan in scans:
+    for scan in windowed:
         spec = prefixes[scan.alias]
         if spec.changelog_format not in APPEND_FORMATS:
             problems.append(f"input '{spec.name}' has changelog_format '{spec.changelog_format}', which updates and "
@@ -280,6 +280,18 @@ def carried_windows(node: Node) -> list[Windows]:
     if not isinstance(node, Join) or node.window is None:
         return []
     return [w for side in node.unpadded_sides for w in carried_windows(side)]
+
+
+def padded_windows_joined(node: Node) -> str | None:
+    """The alias of the windowed scan by whose windows `node` joins a window join's rows, when that
+    window join may pad them with NULL: such a join stays a regular join (Flink plans a window join
+    there, which drops a row whose windows are NULL as late once a watermark has passed)."""
+    if not (isinstance(node, Join) and node.window is None and isinstance(node.left, Join)
+            and node.left.window is not None and isinstance(node.right, Scan) and node.right.windows):
+        return None
+    # windows it carries unpadded would have made `node` a window join (`bind_window_joins`)
+    return next((s.alias for s in scans(node.left) if s.windows and _equates_windows(node, s.windows, node.right.windows)),
+                None)
 
 
 def _equates_windows(node: Join, left: Windows, right: Windows) -> bool:
