@@ -290,8 +290,8 @@ def padded_windows_joined(node: Node) -> str | None:
             and node.left.window is not None and isinstance(node.right, Scan) and node.right.windows):
         return None
     # windows it carries unpadded would have made `node` a window join (`bind_window_joins`)
-    return next((s.alias for s in scans(node.left) if s.windows and _equates_windows(node, s.windows, node.right.windows)),
-                None)
+    joined = [s.alias for s in scans(node.left) if s.windows and _equates_windows(node, s.windows, node.right.windows)]
+    return joined[0] if joined else None
 
 
 def _equates_windows(node: Join, left: Windows, right: Windows) -> bool:
