@@ -3,8 +3,9 @@
 ``Profiler`` wraps streamjoin functions (by patching their module or class attribute)
 and records the *exclusive* wall time spent in each, so nested phases do not count
 twice; ``spark_job_seconds`` adds the time Spark spent running jobs in a window, read
-from the driver's status store. What is left of a run's time is Python and Py4J work
-on the driver (planning, analysis, bookkeeping).
+from the driver's status store, and ``catalyst_seconds`` the time Catalyst's rules planned
+queries. What is left of a run's time is Python and Py4J work on the driver (bookkeeping,
+building the query, Delta log reads).
 """
 
 from __future__ import annotations
@@ -144,6 +145,12 @@ def streamjoin_profiler() -> Profiler:
     ):
         profiler.wrap(owner, attr, label)
     return profiler
+
+
+def catalyst_seconds(spark: Any) -> float:
+    """Seconds Catalyst's rules (analysis, optimization, adaptive re-planning) have run in the driver's
+    JVM so far, all threads together: read before and after a run, the planning part of its driver time."""
+    return spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.getCurrentMetrics().time() / 1e9
 
 
 def spark_job_seconds(spark: Any, since_ms: int, until_ms: int) -> tuple[int, float]:

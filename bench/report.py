@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,7 @@ def _series_figures(series: dict[str, Any]) -> dict[str, list[Any]]:
 
 def median_seconds(series: dict[str, Any]) -> float:
     """The median run time of a series of small runs."""
-    times = sorted(r["seconds"] for r in series["runs"])
-    mid = len(times) // 2
-    return times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+    return statistics.median(r["seconds"] for r in series["runs"])
 
 
 def _comparison(results: dict[str, Any], workload: str, changes: int | None = None) -> dict[str, Any] | None:
@@ -177,6 +176,7 @@ def _fixed_cost(results: dict[str, Any]) -> dict[str, Any]:
     return _target(name, what, round(median, 3), FIXED_COST_LIMIT, median / FIXED_COST_LIMIT,
                    median <= FIXED_COST_LIMIT, "met" if median <= FIXED_COST_LIMIT else "not met",
                    {**_series_figures(series), "spark_job_seconds": [r["spark_job_seconds"] for r in series["runs"]],
+                    "catalyst_seconds": [r.get("catalyst_seconds") for r in series["runs"]],
                     "load": [r["load_before"] for r in series["runs"]]})
 
 
@@ -372,15 +372,25 @@ def _small_runs(results: dict[str, Any]) -> list[str]:
         return []
     lines = ["## Small runs (the fixed cost of a run)", "",
              "Consecutive runs of a small batch each on a warm session, from the given state.", "",
-             "| workload | state | batch | runs | median s | fastest s | slowest s | Spark jobs per run | load |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| workload | state | batch | runs | median s | fastest s | slowest s | Spark jobs per run | "
+             "median s in Spark jobs | median s in Catalyst's rules | load |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in results["series"]:
         times = [r["seconds"] for r in s["runs"]]
         jobs = sorted({r["spark_jobs"] for r in s["runs"]})
         lines.append(f"| {s['workload']} | {s['state']:,} | {s['batch']:,} | {len(times)} | {median_seconds(s):.2f} | "
                      f"{min(times):.2f} | {max(times):.2f} | {'/'.join(map(str, jobs))} | "
+                     f"{_median_of(s['runs'], 'spark_job_seconds')} | {_median_of(s['runs'], 'catalyst_seconds')} | "
                      f"{_load(s['runs'][0]['load_before'])} |")
-    return lines + [""]
+    return lines + ["", "Spark jobs: wall time with a job running. Catalyst's rules: analysis, optimization and "
+                    "adaptive re-planning on the driver (some of it inside the jobs). The rest is Python and Py4J on "
+                    "the driver, and the Delta commits.", ""]
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> str:
+    """The median of a figure over runs, or "-" where the runs were measured before it was recorded."""
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return f"{statistics.median(values):.2f}" if values else "-"
 
 
 def _profile(results: dict[str, Any]) -> list[str]:
@@ -397,6 +407,8 @@ def _profile(results: dict[str, Any]) -> list[str]:
              f"- Spark jobs: {run['spark_jobs']} jobs, {spark:.2f} s of wall time with a job running "
              f"({100 * spark / run['seconds']:.0f}%)",
              f"- Delta commits (delta-rs): {commits:.2f} s ({100 * commits / run['seconds']:.0f}%)",
+             *([f"- Catalyst's rules planning its queries (driver JVM, some of it inside the jobs): "
+                f"{run['catalyst_seconds']:.2f} s"] if run.get("catalyst_seconds") is not None else []),
              f"- the rest, Python and Py4J on the driver (planning, analysis, Delta log reads, bookkeeping): "
              f"{driver:.2f} s ({100 * driver / run['seconds']:.0f}%)", "",
              "Exclusive wall time per phase (nested phases subtracted; Spark jobs run inside them):", "",

@@ -59,4 +59,6 @@ def test_runs_carry_figures_and_load(results: dict) -> None:
     assert runs and all(r["seconds"] > 0 and r["changes"] > 0 for r in runs)
     assert all(len(r["load_before"]) == 3 and r["peak_rss_bytes"] > 0 for r in runs)
     assert any(r.get("phases") for r in runs)
+    # every run plans queries, and Catalyst's rules take part of a run's time, never more than all of it
+    assert all(0 < r["catalyst_seconds"] < r["seconds"] for r in runs)
     assert results["environment"]["versions"]["apache-flink"].startswith("2.")

@@ -63,6 +63,16 @@ def test_the_fixed_cost_is_the_median_of_the_small_runs() -> None:
     assert report._fixed_cost({"series": []})["status"].startswith("not run")
 
 
+def test_the_small_runs_table_splits_a_run_into_jobs_and_planning() -> None:
+    measured = _series("q20", 20_000, [1.0, 1.2, 1.4])
+    for run, planned in zip(measured["runs"], [0.3, 0.5, 0.4]):
+        run["catalyst_seconds"] = planned
+    older = _series("q20_churn", 20_000, [1.0])  # measured before Catalyst's time was recorded
+    rows = [line for line in report._small_runs({"series": [measured, older]}) if line.startswith("| q20")]
+    assert rows[0].split(" | ")[8:10] == ["0.60", "0.40"]  # medians: jobs (half of each run here), Catalyst
+    assert rows[1].split(" | ")[8:10] == ["0.50", "-"]
+
+
 def _churn(small: list[float], big: list[float], recompute: float) -> dict:
     same = {"streamjoin": {"rows": 1, "checksum": "7", "negative_rows": 0},
             "spark_batch": {"rows": 1, "checksum": "7", "negative_rows": 0}}
