@@ -49,17 +49,18 @@ def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[st
     """Three runs of rows at or after every watermark when they arrive (every delay 0: the first
     join's, of the first two inputs, is the highest), NULL keys and duplicates, then a run far ahead in
     time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
-    does. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`)."""
+    does. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all
+    later than any time the run's watermark reaches: Flink's temporal join would race a version at or
+    before it against the probes the run fires (which it sees first depends on its input channels)."""
     first = list(inputs)[:2]
+    versioned = [n for n, spec in inputs.items() if spec.get("unique_key")]
     top = {n: 0 for n in inputs}
     runs, v, versions = [], 0, []
     for _ in range(3):
         floor = min(top[n] for n in first)
         changes: dict[str, list] = {}
-        for n, spec in inputs.items():
-            if spec.get("unique_key"):
-                changes[n] = version_changes(versions, floor, rng)
-                top[n] = max([top[n]] + [seconds(r[2]) for _, r in changes[n]])
+        for n in inputs:
+            if n in versioned:
                 continue
             rows = []
             for _ in range(rng.randint(0, 4)):
@@ -68,7 +69,11 @@ def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[st
             rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1)) if rows]
             changes[n] = [["+I", [k, v_, t(ts)]] for k, v_, ts in rows]
             top[n] = max([top[n]] + [ts for _, _, ts in rows])
-        runs.append({"changes": changes})
+        reach = min(top[n] for n in first if n not in versioned)  # the most this run's watermark reaches
+        for n in versioned:
+            changes[n] = version_changes(versions, reach + 1, rng)
+            top[n] = max([top[n]] + [seconds(r[2]) for _, r in changes[n]])
+        runs.append({"changes": {n: changes[n] for n in inputs}})
     far = max(top.values()) + 3600
     runs.append({"changes": {n: [["+I", [100 + i, FLUSH, t(far)]]] for i, n in enumerate(inputs)}})
     return {"name": name, "sql": sql, "inputs": inputs, "config": {}, "runs": runs}
