@@ -407,7 +407,8 @@ def _profile(results: dict[str, Any]) -> list[str]:
              f"- Spark jobs: {run['spark_jobs']} jobs, {spark:.2f} s of wall time with a job running "
              f"({100 * spark / run['seconds']:.0f}%)",
              f"- Delta commits (delta-rs): {commits:.2f} s ({100 * commits / run['seconds']:.0f}%)",
-             *([f"- Catalyst's rules planning its queries (driver JVM, some of it inside the jobs): "
+             *([f"- Catalyst's rules planning its queries (driver JVM; counted in the rest below, some of it inside "
+                f"the jobs): "
                 f"{run['catalyst_seconds']:.2f} s"] if run.get("catalyst_seconds") is not None else []),
              f"- the rest, Python and Py4J on the driver (planning, analysis, Delta log reads, bookkeeping): "
              f"{driver:.2f} s ({100 * driver / run['seconds']:.0f}%)", "",
