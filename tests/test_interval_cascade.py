@@ -46,26 +46,29 @@ def cascade_sql(first: str, second: str, by: str, bounds: tuple[int, int, int, i
 
 
 def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[str, dict] = INPUTS) -> dict:
-    """Three runs of rows at or after every watermark when they arrive (every delay 0: the first
+    """Four runs of rows at or after every watermark when they arrive (every delay 0: the first
     join's, of the first two inputs, is the highest), NULL keys and duplicates, then a run far ahead in
     time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
-    does. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all
+    does. An input may have no rows in a run, or rows only just past the watermark while the others
+    run ahead: a lagging input's rows then pair with rows the others sent runs before, behind the
+    watermark of the joins below, which is what holding that watermark back is for. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all
     later than any time the run's watermark reaches: Flink's temporal join would race a version at or
     before it against the probes the run fires (which it sees first depends on its input channels)."""
     first = list(inputs)[:2]
     versioned = [n for n, spec in inputs.items() if spec.get("unique_key")]
     top = {n: 0 for n in inputs}
     runs, v, versions = [], 0, []
-    for _ in range(3):
+    for _ in range(4):
         floor = min(top[n] for n in first)
         changes: dict[str, list] = {}
         for n in inputs:
             if n in versioned:
                 continue
             rows = []
-            for _ in range(rng.randint(0, 4)):
+            spread = rng.choice([2, 12])
+            for _ in range(rng.randint(1, 4) if rng.random() > 0.3 else 0):
                 v += 1
-                rows.append([rng.choice([None, 1, 2, 2]), v, floor + rng.randint(0, 8)])
+                rows.append([rng.choice([None, 1, 2, 2]), v, floor + rng.randint(0, spread)])
             rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1)) if rows]
             changes[n] = [["+I", [k, v_, t(ts)]] for k, v_, ts in rows]
             top[n] = max([top[n]] + [ts for _, _, ts in rows])
