@@ -4,8 +4,8 @@
 and records the *exclusive* wall time spent in each, so nested phases do not count
 twice; ``spark_job_seconds`` adds the time Spark spent running jobs in a window, read
 from the driver's status store, and ``catalyst_seconds`` the time Catalyst's rules planned
-queries. What is left of a run's time is Python and Py4J work on the driver (bookkeeping,
-building the query, Delta log reads).
+queries. ``CpuUse`` splits the CPU time of the driver and its JVM by what used it (on a
+2-core machine the JIT compilers take a core's worth while a warm session's runs go on).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -151,6 +152,63 @@ def catalyst_seconds(spark: Any) -> float:
     """Seconds Catalyst's rules (analysis, optimization, adaptive re-planning) have run in the driver's
     JVM so far, all threads together: read before and after a run, the planning part of its driver time."""
     return spark._jvm.org.apache.spark.sql.catalyst.rules.RuleExecutor.getCurrentMetrics().time() / 1e9
+
+
+#: The driver JVM's threads by what they do, by a part of their names (Linux keeps their first 15 characters).
+JVM_THREADS = (("CompilerThre", "jit"), ("Executor task", "tasks"), ("Thread-", "calls"))
+#: Where a run's CPU time goes (`CpuUse`), and how the report names each part: the driver's Python (with
+#: delta-rs), the driver JVM's threads that answer its Py4J calls (building, analysing and planning queries),
+#: the JIT compilers, task threads, Spark's Python workers, and the rest of the JVM (GC, scheduler, threads
+#: that ended).
+CPU_PARTS = {"python": "driver Python (with delta-rs)", "calls": "JVM: answering Py4J calls",
+             "jit": "JVM: JIT compilers", "tasks": "JVM: tasks", "workers": "Python workers",
+             "jvm_other": "JVM: other (GC, scheduler)"}
+_Sample = tuple[float, float, float, dict[int, tuple[str, float]]]
+
+
+class CpuUse:
+    """CPU seconds the driver and its JVM used inside the block, split as `CPU_PARTS` (`parts`; empty
+    where /proc cannot say, as off Linux). Only a local master's tasks run in the driver's JVM."""
+
+    def __init__(self, spark: Any) -> None:
+        self.pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+        self.parts: dict[str, float] = {}
+
+    def _sample(self) -> _Sample | None:
+        """(driver Python, JVM, Python workers, {JVM thread: (name, seconds)}), or None if /proc cannot say."""
+        try:
+            jvm = psutil.Process(self.pid)
+            threads = {}
+            for thread in jvm.threads():
+                try:
+                    name = Path(f"/proc/{self.pid}/task/{thread.id}/comm").read_text()
+                except FileNotFoundError:  # the thread ended since
+                    continue
+                threads[thread.id] = (name, thread.user_time + thread.system_time)
+            workers = sum(sum(c.cpu_times()[:2]) for c in jvm.children(recursive=True))
+            used = sum(jvm.cpu_times()[:2])
+        except (OSError, psutil.Error):
+            return None
+        times = os.times()
+        return times.user + times.system, used, workers, threads
+
+    def __enter__(self) -> CpuUse:
+        self._before = self._sample()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        after = self._sample()
+        if after is None or self._before is None:
+            return
+        (python, jvm, workers, threads), (python0, jvm0, workers0, threads0) = after, self._before
+        parts = dict.fromkeys(CPU_PARTS, 0.0)
+        parts.update(python=python - python0, workers=workers - workers0)
+        for tid, (name, used) in threads.items():  # a thread that ended stays in the JVM's total: jvm_other
+            part = next((part for prefix, part in JVM_THREADS if prefix in name), None)
+            if part is not None:
+                parts[part] += used - threads0.get(tid, (name, 0.0))[1]
+        parts["jvm_other"] = jvm - jvm0 - parts["jit"] - parts["tasks"] - parts["calls"]
+        self.parts = {k: round(v, 3) for k, v in parts.items()}
 
 
 def spark_job_seconds(spark: Any, since_ms: int, until_ms: int) -> tuple[int, float]:

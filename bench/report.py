@@ -6,6 +6,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.measure import CPU_PARTS
+
 NOT_RUN = "not run"
 
 
@@ -383,8 +385,24 @@ def _small_runs(results: dict[str, Any]) -> list[str]:
                      f"{_median_of(s['runs'], 'spark_job_seconds')} | {_median_of(s['runs'], 'catalyst_seconds')} | "
                      f"{_load(s['runs'][0]['load_before'])} |")
     return lines + ["", "Spark jobs: wall time with a job running. Catalyst's rules: analysis, optimization and "
-                    "adaptive re-planning on the driver (some of it inside the jobs). The rest is Python and Py4J on "
-                    "the driver, and the Delta commits.", ""]
+                    "adaptive re-planning on the driver (some of it inside the jobs).", "", *_cpu_split(results)]
+
+
+def _cpu_split(results: dict[str, Any]) -> list[str]:
+    """Median CPU seconds per run of each series, by what used them (`bench.measure.CpuUse`)."""
+    measured = [s for s in results["series"] if any(r.get("cpu_seconds") for r in s["runs"])]
+    if not measured:
+        return []
+    lines = ["Median CPU seconds per run by what used them (this machine has 2 cores: CPU beside the run's "
+             "own chain of work competes with it):", "",
+             "| workload | state | batch | median s | " + " | ".join(CPU_PARTS.values()) + " |",
+             "| --- | --- | --- | --- | " + " | ".join("---" for _ in CPU_PARTS) + " |"]
+    for s in measured:
+        runs = [r["cpu_seconds"] for r in s["runs"] if r.get("cpu_seconds")]
+        cells = [f"{statistics.median(r[part] for r in runs):.2f}" for part in CPU_PARTS]
+        lines.append(f"| {s['workload']} | {s['state']:,} | {s['batch']:,} | {median_seconds(s):.2f} | "
+                     + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _median_of(runs: list[dict[str, Any]], key: str) -> str:

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from bench import changelog as cl
-from bench.measure import PeakMemory, Profiler, catalyst_seconds, folder_bytes, load_average, spark_job_seconds
+from bench.measure import CpuUse, PeakMemory, Profiler, catalyst_seconds, folder_bytes, load_average, spark_job_seconds
 from bench.workloads import FLINK_TYPES, Workload, columns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,13 +119,13 @@ class StreamjoinModel:
         import streamjoin
 
         since, planned = int(time.time() * 1000), catalyst_seconds(self.spark)
-        with PeakMemory() as memory:
+        with PeakMemory() as memory, CpuUse(self.spark) as cpu:
             report = streamjoin.run_once(self.spark, self.plan, self.tables)
         jobs, busy = spark_job_seconds(self.spark, since, int(time.time() * 1000) + 1)
         out = {"seconds": report.seconds, "changes": sum(report.changes_in.values()),
                "rows_out": report.rows_out, "status": report.status, "peak_rss_bytes": memory.peak,
                "spark_jobs": jobs, "spark_job_seconds": round(busy, 3),
-               "catalyst_seconds": round(catalyst_seconds(self.spark) - planned, 3)}
+               "catalyst_seconds": round(catalyst_seconds(self.spark) - planned, 3), "cpu_seconds": cpu.parts}
         if profiler is not None:
             out["phases"] = profiler.take()
         return out

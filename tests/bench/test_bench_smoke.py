@@ -7,6 +7,7 @@ import json
 import pytest
 
 from bench import harness, report
+from bench.measure import CPU_PARTS
 
 TARGETS = {"throughput_vs_flink", "one_percent_vs_recompute", "state_growth", "interval_vs_spark_streaming",
            "spark_jobs_per_run", "fixed_cost", "retraction_state_growth", "retraction_vs_recompute",
@@ -61,4 +62,9 @@ def test_runs_carry_figures_and_load(results: dict) -> None:
     assert any(r.get("phases") for r in runs)
     # every run plans queries, and Catalyst's rules take part of a run's time, never more than all of it
     assert all(0 < r["catalyst_seconds"] < r["seconds"] for r in runs)
+    # every run uses CPU in the driver's Python and in the JVM threads that answer its calls; no part is
+    # negative (beyond /proc's 10 ms ticks), and none is missing
+    assert all(set(r["cpu_seconds"]) == set(CPU_PARTS) for r in runs)
+    assert all(r["cpu_seconds"]["python"] > 0 and r["cpu_seconds"]["calls"] > 0 for r in runs)
+    assert all(min(r["cpu_seconds"].values()) > -0.05 for r in runs)
     assert results["environment"]["versions"]["apache-flink"].startswith("2.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bench import report
+from bench.measure import CPU_PARTS
 
 
 def _results(runs: dict[int, float]) -> dict:
@@ -71,6 +72,19 @@ def test_the_small_runs_table_splits_a_run_into_jobs_and_planning() -> None:
     rows = [line for line in report._small_runs({"series": [measured, older]}) if line.startswith("| q20")]
     assert rows[0].split(" | ")[8:10] == ["0.60", "0.40"]  # medians: jobs (half of each run here), Catalyst
     assert rows[1].split(" | ")[8:10] == ["0.50", "-"]
+
+
+def test_the_small_runs_split_their_cpu_by_what_used_it() -> None:
+    measured = _series("q20", 20_000, [1.0, 1.2, 1.4])
+    for run, jit in zip(measured["runs"], [0.9, 1.1, 1.3]):
+        run["cpu_seconds"] = {**dict.fromkeys(CPU_PARTS, 0.1), "jit": jit}
+    older = _series("q20_churn", 20_000, [1.0])  # measured before CPU was recorded: no row
+    lines = report._small_runs({"series": [measured, older]})
+    header = next(line for line in lines if "JIT" in line).split(" | ")
+    row = [line for line in lines if line.startswith("| q20")][-1].split(" | ")
+    assert row[0] == "| q20" and row[header.index("JVM: JIT compilers")] == "1.10"
+    assert row[header.index("driver Python (with delta-rs)")] == "0.10"
+    assert report._small_runs({"series": [older]})[-2].startswith("Spark jobs: ")  # no CPU table
 
 
 def _churn(small: list[float], big: list[float], recompute: float) -> dict:
