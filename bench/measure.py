@@ -173,6 +173,7 @@ class CpuUse:
     def __init__(self, spark: Any) -> None:
         self.pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         self.parts: dict[str, float] = {}
+        self._before: _Sample | None = None
 
     def _sample(self) -> _Sample | None:
         """(driver Python, JVM, Python workers, {JVM thread: (name, seconds)}), or None if /proc cannot say."""

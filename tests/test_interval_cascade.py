@@ -51,9 +51,10 @@ def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[st
     time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
     does. An input may have no rows in a run, or rows only just past the watermark while the others
     run ahead: a lagging input's rows then pair with rows the others sent runs before, behind the
-    watermark of the joins below, which is what holding that watermark back is for. A versioned input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all
-    later than any time the run's watermark reaches: Flink's temporal join would race a version at or
-    before it against the probes the run fires (which it sees first depends on its input channels)."""
+    watermark of the joins below, which is what holding that watermark back is for. A versioned input
+    (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all later than any time the
+    run's watermark reaches: Flink's temporal join would race a version at or before it against the
+    probes the run fires (which it sees first depends on its input channels)."""
     first = list(inputs)[:2]
     versioned = [n for n, spec in inputs.items() if spec.get("unique_key")]
     top = {n: 0 for n in inputs}
