@@ -10,9 +10,12 @@ probe row no dimension row matches is null-padded.
 The operator keeps no state: each run reads the dimension at its pinned version, and consolidates
 only the rows of the keys its probe rows look up (where the ON condition compares them with a
 column of the dimension as declared); where Arrow compares those columns as Spark does, the tasks
-reading the dimension's files hand Spark only those keys' rows. The probe side must only insert (a
-retraction would have to retract a row joined against an older dimension); a retraction reaching
-the join fails the run in its write pass.
+reading the dimension's files hand Spark only those keys' rows. The probe side must only insert: a
+retraction would have to retract the rows its insert joined, against a dimension that may have changed
+since. Flink takes a changelog probe, and by default looks a retraction up again in the dimension as it
+is then (which can retract a row it never emitted), or, under its `TRY_RESOLVE` strategy and for a probe
+with a key, keeps the rows it emitted per key to retract them; streamjoin does neither, and a retraction
+reaching the join fails the run in its write pass.
 """
 from __future__ import annotations
 
@@ -95,8 +98,11 @@ def reject_retractions(x: "Executor", node: Join, probes: DataFrame) -> None:
     label = node.left.input if isinstance(node.left, Scan) else f"the join {node.left.id}"
     message = F.concat(
         F.lit(f"a lookup join emits each probe row once, against the dimension as that run leaves it, so its probe "
-              f"side must be append-only, as in Flink: a retraction reached the lookup join {node.id}: "),
+              f"side must be append-only: a retraction reached the lookup join {node.id}: "),
         F.to_json(user_struct(list(node.left.output_columns))),
-        F.lit(". Feed it an insert-only changelog (only +I rows, or changelog_format 'append')"))
+        F.lit(". streamjoin neither looks a retraction up again in a dimension that may have changed (Flink's "
+              "default, which can retract a row never emitted) nor keeps the rows it emitted by the probe's key "
+              "(Flink's 'TRY_RESOLVE' strategy). Feed it an insert-only changelog (only +I rows, or changelog_format "
+              "'append')"))
     x.writer.check(probes.where(col(WEIGHT) < 0).where(~fail_when(F.lit(True), message, model=x.plan.model,
                                                                    input_name=label)))
