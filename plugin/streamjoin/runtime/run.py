@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from .. import jvm_lookups, one_partition
+from .. import jvm_lists, jvm_lookups, one_partition
 from ..errors import ConcurrentRunError, InputError, PlanChangedError, StreamJoinError
 from ..row_errors import fail_when, raised
 from ..spec import InputSpec
@@ -457,6 +457,7 @@ def run_once(spark: SparkSession, plan: JoinPlan, tables: ModelTables) -> RunRep
     rebuild held to `rebuild_budget` has not caught up with the inputs (nothing of the model's
     own changed)."""
     jvm_lookups.install()
+    jvm_lists.install()
     try:
         return Run(spark, plan, tables).execute()
     except PlanChangedError as exc:  # raised before the run wrote anything
