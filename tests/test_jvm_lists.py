@@ -8,6 +8,7 @@ from py4j.java_collections import ListConverter
 from pyspark.sql import functions as F
 
 from streamjoin import jvm_lists
+from test_jvm_lookups import sent_commands
 
 
 @pytest.fixture
@@ -21,20 +22,8 @@ def batched():
 
 
 def commands(monkeypatch, spark, work) -> list[str]:
-    """The commands `work()` sends to the JVM on this thread's connection."""
-    client_type = type(spark.sparkContext._gateway._gateway_client)
-    real, sent = client_type.send_command, []
-
-    def counting(self, command, *args, **kwargs):
-        sent.append(command)
-        return real(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(client_type, "send_command", counting)
-    try:
-        work()
-    finally:
-        monkeypatch.setattr(client_type, "send_command", real)
-    return [c for c in sent if not c.startswith("m\nd\n")]  # object releases, sent as Python collects proxies
+    """The commands `work()` sends to the JVM but object releases (sent as Python collects proxies)."""
+    return [c for c in sent_commands(monkeypatch, spark, work) if not c.startswith("m\nd\n")]
 
 
 def as_python(java_list) -> list:

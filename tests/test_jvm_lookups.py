@@ -14,8 +14,8 @@ def raw_view():
     return view._view if isinstance(view, jvm_lookups.CachedView) else view
 
 
-def reflections(monkeypatch, spark, work) -> int:
-    """How many reflection commands (class and member lookups) `work()` sends to the JVM."""
+def sent_commands(monkeypatch, spark, work) -> list[str]:
+    """The commands `work()` sends to the JVM."""
     client_type = type(spark.sparkContext._gateway._gateway_client)
     real, sent = client_type.send_command, []
 
@@ -28,7 +28,12 @@ def reflections(monkeypatch, spark, work) -> int:
         work()
     finally:
         monkeypatch.setattr(client_type, "send_command", real)
-    return sum(1 for c in sent if c.startswith("r\n"))
+    return sent
+
+
+def reflections(monkeypatch, spark, work) -> int:
+    """How many reflection commands (class and member lookups) `work()` sends to the JVM."""
+    return sum(1 for c in sent_commands(monkeypatch, spark, work) if c.startswith("r\n"))
 
 
 def build_columns():
