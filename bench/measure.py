@@ -186,8 +186,11 @@ class CpuUse:
                 except FileNotFoundError:  # the thread ended since
                     continue
                 threads[thread.id] = (name, thread.user_time + thread.system_time)
-            workers = sum(sum(c.cpu_times()[:2]) for c in jvm.children(recursive=True))
-            used = sum(jvm.cpu_times()[:2])
+            # a Python worker that exits (an idle one is stopped after a minute) leaves its time to the
+            # process that reaped it, as that one's children's time: counted too, so the part cannot shrink
+            workers = sum(sum(c.cpu_times()[:4]) for c in jvm.children(recursive=True))
+            own = jvm.cpu_times()
+            used, workers = own.user + own.system, workers + own.children_user + own.children_system
         except (OSError, psutil.Error):
             return None
         times = os.times()
@@ -207,7 +210,9 @@ class CpuUse:
         for tid, (name, used) in threads.items():  # a thread that ended stays in the JVM's total: jvm_other
             part = next((part for prefix, part in JVM_THREADS if prefix in name), None)
             if part is not None:
-                parts[part] += used - threads0.get(tid, (name, 0.0))[1]
+                name0, used0 = threads0.get(tid, (name, 0.0))
+                same = name0 == name and used0 <= used  # else a new thread took an ended one's id
+                parts[part] += used - (used0 if same else 0.0)
         parts["jvm_other"] = jvm - jvm0 - parts["jit"] - parts["tasks"] - parts["calls"]
         self.parts = {k: round(v, 3) for k, v in parts.items()}
 
