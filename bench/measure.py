@@ -188,9 +188,10 @@ class CpuUse:
                 threads[thread.id] = (name, thread.user_time + thread.system_time)
             # a Python worker that exits (an idle one is stopped after a minute) leaves its time to the
             # process that reaped it, as that one's children's time: counted too, so the part cannot shrink
-            workers = sum(sum(c.cpu_times()[:4]) for c in jvm.children(recursive=True))
             own = jvm.cpu_times()
-            used, workers = own.user + own.system, workers + own.children_user + own.children_system
+            used = own.user + own.system
+            workers = own.children_user + own.children_system + sum(
+                sum(c.cpu_times()[:4]) for c in jvm.children(recursive=True))
         except (OSError, psutil.Error):
             return None
         times = os.times()
