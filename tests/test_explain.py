@@ -68,6 +68,14 @@ def test_an_interval_join_names_its_bound_its_append_only_inputs_and_its_waterma
     assert re.search(r"watermark: .*orders\.ts - 5 seconds, ships\.ts .*allowed_lateness 90 seconds", text)
 
 
+def test_the_watermark_counts_every_input_with_an_event_time_also_one_a_regular_join_reads():
+    """FORMAT.md: one watermark per model, over every input that declares an event time."""
+    sql = ("select o.order_id, s.ts, p.price from orders o join ships s on o.order_id = s.order_id "
+           "and s.ts between o.ts and o.ts + interval 4 hours left join prices p on o.product_id = p.product_id")
+    plan = compile_sql("m", sql, {"orders": ORDERS, "ships": SHIPS, "prices": PRICES})
+    assert re.search(r"watermark: .*orders\.ts - 5 seconds, prices\.ts, ships\.ts \(unset until", describe(plan))
+
+
 def test_a_temporal_join_takes_changes_on_both_sides():
     sql = ("select o.order_id, p.price from orders o left join prices for system_time as of o.ts as p "
            "on o.product_id = p.product_id")

@@ -220,7 +220,7 @@ def test_state_stays_bounded_over_many_runs(spark, tmp_path) -> None:
     state = runner.tables.state("j1_left")
     clock = json.loads(delta_log.latest_metadata(state, "streamjoin.interval"))
     assert clock["watermark_utc"] == metrics[-1]["watermark"]
-    assert clock["max_time"] == {"left": _micros(last_order), "right": _micros(last_shipment)}
+    assert clock["max_time"] == {"input:orders": _micros(last_order), "input:shipments": _micros(last_shipment)}
 
 
 def _at(sec: int) -> str:

@@ -106,7 +106,7 @@ class Timing:
                 probe = next(s for s in scans(node.left) if time in s.output_columns)
                 assert isinstance(versioned, Scan)  # the compiler checks it
                 path = tables.state(f"{node.id}_probes")
-                w = Clock.load(temporal.META_KEY, (temporal.PROBE, temporal.VERSIONS), path, table_version(path)).watermark
+                w = Clock.load(temporal.META_KEY, path, table_version(path)).watermark
                 spec = plan.inputs[probe.input]
                 # in a chain, the later join's watermark (it comes later in `nodes`) is never ahead of the earlier's
                 timing.kept[probe.alias.lower()] = _at_or_before(q(spec.event_time or ""), w)
@@ -114,7 +114,7 @@ class Timing:
                     spark, plan.inputs[versioned.input], offsets[versioned.input], _input_keys(node, versioned))
             elif node.window is not None:
                 path = tables.state(f"{node.id}_left")
-                w = Clock.load(window.META_KEY, ("left", "right"), path, table_version(path)).watermark
+                w = Clock.load(window.META_KEY, path, table_version(path)).watermark
                 # a cascade's scans too: the later join's watermark (it comes later in `nodes`) is never ahead of
                 # the earlier's, and the windows it fired are those of the whole cascade's result
                 for scan in scans(node):

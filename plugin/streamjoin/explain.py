@@ -111,7 +111,7 @@ def watermark(plan: JoinPlan) -> str:
     timed = [n for n in plan.nodes() if time_based(n)]
     if not timed:
         return "none: no join of this model waits for event time"
-    inputs = sorted({s.input for n in timed for s in scans(n)})
+    inputs = sorted(name for name, spec in plan.inputs.items() if spec.event_time is not None)  # FORMAT.md: all
     parts = []
     for name in inputs:
         spec = plan.inputs[name]

@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass, replace
 from functools import reduce
 from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from typing import Mapping
 
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
@@ -33,14 +33,26 @@ def as_text(us: int | None) -> str | None:
     return (datetime(1970, 1, 1, tzinfo=timezone.utc) + us * US).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+def advanced(watermark: int | None, max_time: Mapping[str, int | None], run_max: Mapping[str, int | None],
+             delays: Mapping[str, int]) -> tuple[int | None, dict[str, int | None]]:
+    """The watermark and each source's largest time after a run (FORMAT.md): W = max(W before, min over
+    the sources of (largest time seen - its delay)), unset until every source has a time. The sources
+    are those of `run_max`; one that `max_time` lacks (a run before it counted) starts unseen."""
+    seen = {k: max((t for t in (max_time.get(k), run_max[k]) if t is not None), default=None) for k in run_max}
+    if all(t is not None for t in seen.values()):
+        candidate = min(t - delays[k] for k, t in seen.items())  # type: ignore[operator]
+        watermark = candidate if watermark is None else max(watermark, candidate)
+    return watermark, seen
+
+
 @dataclass(frozen=True)
 class Clock:
     """The watermark a temporal or window join carries from run to run, in its state tables'
-    commit metadata under `key`: W = max(W before, min over both inputs of (largest event time
-    seen - its watermark_delay)), unset until both inputs have seen a row."""
+    commit metadata under `key`, with the largest time of each source it follows
+    (`Executor.watermark_sources`)."""
 
     key: str
-    max_time: dict[str, int | None]  # per side
+    max_time: dict[str, int | None]  # per source
     watermark: int | None = None
 
     def metadata(self) -> dict[str, str]:
@@ -48,19 +60,14 @@ class Clock:
                                       "max_time": self.max_time})}
 
     @classmethod
-    def load(cls, key: str, sides: Sequence[str], path: str, version: int | None) -> "Clock":
+    def load(cls, key: str, path: str, version: int | None) -> "Clock":
         raw = delta_log.latest_metadata(path, key, version) if version is not None else None
         if not raw:
-            return cls(key, {s: None for s in sides})
+            return cls(key, {})
         body = json.loads(raw)
         return cls(key, body["max_time"], body["watermark"])
 
-    def advance(self, run_max: dict[str, int | None], delays: dict[str, int]) -> "Clock":
-        """The clock after a run whose inputs' largest event times were `run_max`."""
-        max_time = {s: max((t for t in (self.max_time[s], run_max[s]) if t is not None), default=None)
-                    for s in self.max_time}
-        watermark = self.watermark
-        if all(t is not None for t in max_time.values()):
-            candidate = min(max_time[s] - delays[s] for s in max_time)  # type: ignore[operator]
-            watermark = candidate if watermark is None else max(watermark, candidate)
+    def advance(self, run_max: Mapping[str, int | None], delays: Mapping[str, int]) -> "Clock":
+        """The clock after a run whose sources' largest times were `run_max`."""
+        watermark, max_time = advanced(self.watermark, self.max_time, run_max, delays)
         return replace(self, watermark=watermark, max_time=max_time)

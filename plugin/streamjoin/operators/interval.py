@@ -10,8 +10,10 @@ it is, an interval join's held back by the longest a row waits there for a partn
 
 1. Every change is joined first: Δ(L ⋈ R) = ΔL ⋈ (R_state ∪ ΔR) + L_state ⋈ ΔR, where the
    states hold only rows that could still be matched when the run began.
-2. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen
-   - its watermark_delay)); it stays unset until both inputs have seen a row.
+2. The watermark advances: W = max(W_old, min over every event-time input of the model (largest
+   event time seen - its watermark_delay), as FORMAT.md defines one watermark per model, and
+   over a cascade's side the watermark the join below forwards); it stays unset until each of
+   them has one.
 3. Rows no future row can match leave state. Future rows have event time >= W' = W -
    allowed_lateness, so a left row stays alive while l.time >= W' + lower and a right row
    while r.time >= W' - upper (one microsecond later for a strict bound): each side's
@@ -63,7 +65,7 @@ from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate
-from .event_time import US, as_text, computed, micros
+from .event_time import US, advanced, as_text, computed, micros
 from .regular import JoinSide
 
 if TYPE_CHECKING:
@@ -103,7 +105,7 @@ class Clock:
 
     slice_us: int
     watermark: int | None = None
-    max_time: dict[str, int | None] = field(default_factory=lambda: {s.value: None for s in Side})
+    max_time: dict[str, int | None] = field(default_factory=dict)  # per source its watermark follows
     alive_from: dict[str, int | None] = field(default_factory=lambda: {s.value: None for s in Side})
 
     def metadata(self) -> dict[str, str]:
@@ -123,13 +125,8 @@ class Clock:
 
     def advance(self, run_max: dict[str, int | None], delays: dict[str, int], bound: TimeBound,
                 lateness_us: int) -> "Clock":
-        """The clock after a run whose inputs' largest event times were `run_max`."""
-        max_time = {s: max((t for t in (self.max_time[s], run_max[s]) if t is not None), default=None)
-                    for s in self.max_time}
-        watermark = self.watermark
-        if all(t is not None for t in max_time.values()):
-            candidate = min(max_time[s] - delays[s] for s in max_time)
-            watermark = candidate if watermark is None else max(watermark, candidate)
+        """The clock after a run whose sources' largest times were `run_max` (`Executor.watermark_sources`)."""
+        watermark, max_time = advanced(self.watermark, self.max_time, run_max, delays)
         alive_from = dict(self.alive_from)
         if watermark is not None:
             w = watermark - lateness_us
@@ -241,27 +238,22 @@ class IntervalJoin:
         return renamed.withColumn("_passes", passes).withColumn(self.names[s].time, time)
 
     def statistics(self, changes: dict[Side, DataFrame]) -> dict[Side, Any]:
-        """Per side: largest event time, time range of the joining rows, retractions. From the side's
-        files where their footers and statistics tell them (`Executor.stored_time_range`; the range
-        then covers rows the scan's filters drop too, so a run may read a little more state), else
-        in one Spark job. A cascade's side counts as far as the watermark the join below forwards."""
+        """Per side: time range of the joining rows, retractions. From the side's files where their
+        footers and statistics tell them (`Executor.stored_time_range`; the range then covers rows the
+        scan's filters drop too, so a run may read a little more state), else in one Spark job."""
         known, parts = {}, []
         for s in Side:
             stored = (self.executor.scan_time_range(self.scans[s], self.time_column[s], append_only=True)
                       if s in self.scans else None)
             if stored is not None:
-                known[s] = {"max_time": stored.hi, "lo": stored.lo, "hi": stored.hi, "retractions": 0}
+                known[s] = {"lo": stored.lo, "hi": stored.hi, "retractions": 0}
                 continue
             t = col(self.names[s].time)
             parts.append(changes[s].agg(
-                F.lit(s.value).alias("side"), F.max(t).alias("max_time"),
+                F.lit(s.value).alias("side"),
                 F.min(F.when(col("_passes"), t)).alias("lo"), F.max(F.when(col("_passes"), t)).alias("hi"),
                 F.count_if(col("_passes") & (col("_kind") != RowKind.INSERT.value)).alias("retractions")))
-        stats = {**known, **{Side(r["side"]): r.asDict() for r in computed(parts)}}
-        for s in Side:
-            if s not in self.scans:
-                stats[s]["max_time"] = self.executor.watermarks[self.children[s].id]
-        return stats
+        return {**known, **{Side(r["side"]): r.asDict() for r in computed(parts)}}
 
     def reject_retractions(self, s: Side, changes: DataFrame, n: int) -> None:
         examples = retraction_examples(changes.where(col("_passes")), self.sides[s].columns)
@@ -367,8 +359,7 @@ class IntervalJoin:
                 self.reject_retractions(s, changes[s], stats[s]["retractions"])
         paths = {s: x.tables.state(f"{self.node.id}_{s.value}") for s in Side}
         old = Clock.load(paths[Side.LEFT], x.versions.get(paths[Side.LEFT]), self.default_slice())
-        clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
-                            {s.value: _us(self.specs[s].watermark_delay) if s in self.specs else 0 for s in Side},
+        clock = old.advance(*x.watermark_sources({s.value: self.children[s] for s in Side if s not in self.scans}),
                             self.bound, self.lateness_us)
         delay = _us(self.bound.output_delay(x.plan.config.allowed_lateness))  # what the next join sees
         x.watermarks[self.node.id] = None if clock.watermark is None else clock.watermark - delay

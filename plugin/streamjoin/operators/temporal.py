@@ -10,8 +10,9 @@ UPDATE_BEFORE on the versioned side, and the `+U` that follows carries the new v
 
 Per run:
 
-1. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen -
-   its watermark_delay)); unset until both inputs have seen a row.
+1. The watermark advances: W = max(W_old, min over every event-time input of the model (largest
+   event time seen - its watermark_delay), FORMAT.md's one watermark per model); unset until each
+   has seen a row.
 2. Every probe whose time is <= W and that has not been emitted — stored ones and this run's,
    late ones included — selects the entry of its key with the largest time <= its own among
    the versions state holds plus this run's entries. It joins that version when there is one,
@@ -27,8 +28,8 @@ Per run:
 
 A temporal join may probe with the rows of another (Flink's multi temporal join, by the same
 time) or of an interval join (by a time its rows keep): its probes are what that join emits this
-run, and the watermark that join forwards stands in for the probe input's largest time (Flink
-forwards the watermark with the rows).
+run, and the watermark that join forwards stands in for the probe input's (Flink forwards the
+watermark with the rows).
 
 State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
 a run reads them all (they are the probes inside the watermark delay) and ignores those at or
@@ -36,7 +37,7 @@ behind the previous watermark, which earlier runs emitted. `<join>_versions` hol
 (`_run`, `_pos` the place in the run, `_deleted`). Both are `storage.appended` tables: runs
 append their new rows, and now and then a run rewrites a table with its live rows only (pending probes; the
 versions that stay), so each table stays bounded by what the watermark horizon keeps plus a
-few runs of appends. The clock (watermark, each input's largest event time) travels in the
+few runs of appends. The clock (watermark, each source's largest time) travels in the
 commit metadata of both tables.
 """
 from __future__ import annotations
@@ -53,7 +54,7 @@ from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
 from ..zset import WEIGHT, col, consolidate, from_changelog
-from .event_time import US, Clock, as_text, computed, micros
+from .event_time import US, Clock, as_text, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -83,7 +84,6 @@ class TemporalJoin:
         #: the probe side's scan; None when it is the rows of another temporal join or of an interval join
         self.probe_scan: Scan | None = node.left if isinstance(node.left, Scan) else None
         self.version_scan: Scan = node.right  # type: ignore[assignment]
-        self.version_input = executor.plan.inputs[self.version_scan.input]
         self.lateness_us = executor.plan.config.allowed_lateness // US
         paths = {PROBE: executor.tables.state(f"{node.id}_probes"), VERSIONS: executor.tables.state(f"{node.id}_versions")}
         self.schemas = {
@@ -103,25 +103,6 @@ class TemporalJoin:
         else:  # rows of one file keep their order; files in the order Spark reads them
             pos = F.monotonically_increasing_id()
         return self.x.project(scan, raw.withColumn(POS, pos.cast("long")), col(spec.op_column).alias("_kind"), col(POS))
-
-    def max_times(self, probes: DataFrame | None, versions: DataFrame) -> dict[str, int | None]:
-        """Each side's largest event time this run (over rows of every kind): from its files' footers
-        where they tell it (`Executor.stored_time_range`), else in one Spark job. Probes that are the
-        rows of another temporal join count as far as its watermark (Flink forwards it with them)."""
-        known: dict[str, int | None] = {}
-        parts = []
-        sides = [(VERSIONS, self.version_scan, versions, self.spec.version_time)]
-        if self.probe_scan is None or probes is None:
-            known[PROBE] = self.x.watermarks[self.node.left.id]
-        else:
-            sides.append((PROBE, self.probe_scan, probes, self.spec.probe_time))
-        for s, scan, rows, time in sides:
-            stored = self.x.scan_time_range(scan, time, append_only=False)
-            if stored is not None:
-                known[s] = stored.hi
-                continue
-            parts.append(rows.agg(F.lit(s).alias("s"), F.max(micros(col(time))).alias("max_time")))
-        return {**known, **{r["s"]: r["max_time"] for r in computed(parts)}}
 
     def weighted(self, probes: DataFrame, scan: Scan) -> DataFrame:
         """The probe input's changes that pass its scan's filters, weighted (a retraction weighs -1)."""
@@ -156,16 +137,12 @@ class TemporalJoin:
     def run(self) -> DataFrame:
         x, persist = self.x, self.x.persist
         if self.probe_scan is None:  # the rows the temporal join it probes with emitted (it runs first)
-            probes, arrived = None, persist(consolidate(x.delta(self.node.left), self.probe.columns))
+            arrived = persist(consolidate(x.delta(self.node.left), self.probe.columns))
         else:
-            probes = persist(self.changes(self.probe_scan))
-            arrived = self.weighted(probes, self.probe_scan)
+            arrived = self.weighted(persist(self.changes(self.probe_scan)), self.probe_scan)
         incoming = persist(self.changes(self.version_scan))
-        max_times = self.max_times(probes, incoming)
-        old = Clock.load(META_KEY, (PROBE, VERSIONS), self.tables[PROBE].path, self.tables[PROBE].version)
-        delays = {PROBE: 0 if self.probe_scan is None else x.plan.inputs[self.probe_scan.input].watermark_delay // US,
-                  VERSIONS: self.version_input.watermark_delay // US}
-        clock = old.advance(max_times, delays)
+        old = Clock.load(META_KEY, self.tables[PROBE].path, self.tables[PROBE].version)
+        clock = old.advance(*x.watermark_sources({} if self.probe_scan is not None else {PROBE: self.node.left}))
         w_old, w_new = old.watermark, clock.watermark
         x.watermarks[self.node.id] = w_new
 

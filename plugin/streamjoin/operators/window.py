@@ -7,8 +7,9 @@ whose rows carry the windows (a cascade, as Flink's): its rows arrive when their
 there, and its watermark stands in for that side's largest event time, as Flink forwards it
 with them. Per run:
 
-1. The watermark advances: W = max(W_old, min over both inputs of (largest event time seen -
-   its watermark_delay)); unset until both inputs have seen a row (`event_time.Clock`).
+1. The watermark advances: W = max(W_old, min over every event-time input of the model (largest
+   event time seen - its watermark_delay), FORMAT.md's one watermark per model, and over a
+   cascade's side the watermark the join below forwards); unset until each has one (`event_time.Clock`).
 2. A row of this run whose window fired already (window_end - 1 ms <= W_old) is late and
    dropped, as Flink drops it.
 3. The windows that fire — window_end - 1 ms <= W, not fired before — join their rows of
@@ -37,7 +38,7 @@ from ..storage.appended import AppendedTable
 from ..types import JoinType, RowKind, Side
 from ..zset import WEIGHT, col, consolidate
 from .conditions import on_condition
-from .event_time import US, Clock, as_text, computed, micros
+from .event_time import Clock, as_text, computed, micros
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -65,26 +66,14 @@ class WindowJoin:
             list(executor.schema(self.sides[s]).fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
             for s in Side}
 
-    def statistics(self) -> dict[Side, dict]:
-        """Each input's largest event time this run, and its changes that are not insertions (a window
-        join reads append-only inputs): from its files' footers and statistics where they tell it
-        (`Executor.stored_time_range`), else in one Spark job. A window join's rows count as far as its
-        watermark, and never retract."""
-        known, parts = {}, []
-        for s in Side:
-            if s not in self.inputs:
-                known[s] = {"max_time": self.x.watermarks[self.sides[s].id], "retractions": 0}
-                continue
-            spec = self.inputs[s]
-            stored = self.x.stored_time_range(spec.name, spec.event_time, append_only=True)
-            if stored is not None:
-                known[s] = {"max_time": stored.hi, "retractions": 0}
-                continue
-            raw = self.x.changes[spec.name]
-            parts.append(raw.agg(F.lit(s.value).alias("s"), F.max(micros(col(spec.event_time))).alias("max_time"),
-                                 F.count_if(col(spec.op_column) != RowKind.INSERT.value).alias("retractions")))
-        return {**known, **{Side(r["s"]): {"max_time": r["max_time"], "retractions": r["retractions"]}
-                            for r in computed(parts)}}
+    def retractions(self) -> dict[Side, int]:
+        """Per input side, its changes this run that are not insertions (a window join reads append-only
+        inputs): none where its statistics tell that it only inserted, else counted in one Spark job. A
+        window join's rows never retract."""
+        parts = [self.x.changes[spec.name].agg(F.lit(s.value).alias("s"),
+                                               F.count_if(col(spec.op_column) != RowKind.INSERT.value).alias("n"))
+                 for s, spec in self.inputs.items() if spec.name not in self.x.insert_only]
+        return {Side(r["s"]): r["n"] for r in computed(parts)}
 
     def reject_retractions(self, s: Side, n: int) -> None:
         spec = self.inputs[s]
@@ -127,14 +116,12 @@ class WindowJoin:
         x = self.x
         self.late: dict[Side, DataFrame] = {}  # this run's rows of windows fired before it (dropped)
         arrived = {s: x.delta(self.sides[s]) for s in Side}  # a window join's side runs first, setting its watermark
-        stats = self.statistics()
-        for s in Side:
-            if stats[s]["retractions"]:
-                self.reject_retractions(s, stats[s]["retractions"])
+        for s, n in self.retractions().items():
+            if n:
+                self.reject_retractions(s, n)
         first = self.tables[Side.LEFT]
-        old = Clock.load(META_KEY, [s.value for s in Side], first.path, first.version)
-        clock = old.advance({s.value: stats[s]["max_time"] for s in Side},
-                            {s.value: self.inputs[s].watermark_delay // US if s in self.inputs else 0 for s in Side})
+        old = Clock.load(META_KEY, first.path, first.version)
+        clock = old.advance(*x.watermark_sources({s.value: self.sides[s] for s in Side if s not in self.inputs}))
         x.watermarks[self.node.id] = clock.watermark
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)
         due = {}

@@ -13,6 +13,7 @@ from pyspark.sql.types import StructField, StructType
 
 from ..local_rows import empty_frame
 from ..operators.asof import run_asof_join
+from ..operators.event_time import US, computed, micros
 from ..operators.interval import run_interval_join
 from ..operators.lookup import run_lookup_join
 from ..operators.multiway import run_multi_join
@@ -60,8 +61,38 @@ class Executor:
     counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
     #: per input: the files whose rows are this run's changes, column for column (None: not so stored)
     input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
-    #: per event-time temporal join: its watermark after this run (a temporal join probing with its rows reads it)
+    #: per time-based join: the watermark it forwards after this run (a join of its rows reads it)
     watermarks: dict[str, int | None] = field(default_factory=dict)
+    _input_max_times: dict[str, int | None] | None = field(default=None, repr=False)
+
+    def input_max_times(self) -> dict[str, int | None]:
+        """Each event-time input's largest event time among this run's changes (rows of every kind; None
+        without one): from its files' footers where they tell it (`stored_time_range`), else all in one
+        Spark job; worked out once a run."""
+        if self._input_max_times is None:
+            timed = {name: self.plan.inputs[name].event_time for name in self.changes
+                     if self.plan.inputs[name].event_time is not None}
+            known, parts = {}, []
+            for name, column in timed.items():
+                stored = self.stored_time_range(name, column, append_only=False)
+                if stored is not None:
+                    known[name] = stored.hi
+                else:
+                    parts.append(self.changes[name].agg(F.lit(name).alias("input"),
+                                                        F.max(micros(col(column))).alias("max_time")))
+            self._input_max_times = {**known, **{r["input"]: r["max_time"] for r in computed(parts)}}
+        return self._input_max_times
+
+    def watermark_sources(self, joined: Mapping[str, Node]) -> tuple[dict[str, int | None], dict[str, int]]:
+        """What a time-based join's watermark follows this run, as its clock keeps them (each source's
+        largest time this run, and its delay): every event-time input of the model, by its largest event
+        time less its watermark_delay (FORMAT.md: one watermark per model, the same at every join),
+        and each side in `joined` that is another join's rows, by the watermark that join forwards."""
+        run_max: dict[str, int | None] = {f"input:{n}": t for n, t in self.input_max_times().items()}
+        delays = {f"input:{n}": self.plan.inputs[n].watermark_delay // US for n in self.input_max_times()}
+        for side, node in joined.items():
+            run_max[side], delays[side] = self.watermarks[node.id], 0
+        return run_max, delays
 
     def stored_time_range(self, name: str, column: str, *, append_only: bool) -> TimeRange | None:
         """The range of input `name`'s declared timestamp `column` over this run's changes, from its
