@@ -111,9 +111,8 @@ def watermark(plan: JoinPlan) -> str:
     timed = [n for n in plan.nodes() if time_based(n)]
     if not timed:
         return "none: no join of this model waits for event time"
-    inputs = sorted(name for name, spec in plan.inputs.items() if spec.event_time is not None)  # FORMAT.md: all
     parts = []
-    for name in inputs:
+    for name in plan.watermark_inputs:
         spec = plan.inputs[name]
         delay = f" - {duration_text(spec.watermark_delay)}" if spec.watermark_delay else ""
         parts.append(f"{name}.{spec.event_time}{delay}")

@@ -70,10 +70,9 @@ class Executor:
         without one): from its files' footers where they tell it (`stored_time_range`), else all in one
         Spark job; worked out once a run."""
         if self._input_max_times is None:
-            timed = {name: self.plan.inputs[name].event_time for name in self.changes
-                     if self.plan.inputs[name].event_time is not None}
             known, parts = {}, []
-            for name, column in timed.items():
+            for name in self.plan.watermark_inputs:
+                column = self.plan.inputs[name].event_time
                 stored = self.stored_time_range(name, column, append_only=False)
                 if stored is not None:
                     known[name] = stored.hi
@@ -88,8 +87,9 @@ class Executor:
         largest time this run, and its delay): every event-time input of the model, by its largest event
         time less its watermark_delay (FORMAT.md: one watermark per model, the same at every join),
         and each side in `joined` that is another join's rows, by the watermark that join forwards."""
-        run_max: dict[str, int | None] = {f"input:{n}": t for n, t in self.input_max_times().items()}
-        delays = {f"input:{n}": self.plan.inputs[n].watermark_delay // US for n in self.input_max_times()}
+        maxima = self.input_max_times()
+        run_max: dict[str, int | None] = {f"input:{n}": t for n, t in maxima.items()}
+        delays = {f"input:{n}": self.plan.inputs[n].watermark_delay // US for n in maxima}
         for side, node in joined.items():
             run_max[side], delays[side] = self.watermarks[node.id], 0
         return run_max, delays

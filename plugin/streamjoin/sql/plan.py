@@ -325,6 +325,11 @@ class JoinPlan:
     def output_names(self) -> list[str]:
         return [o.name for o in self.outputs]
 
+    @property
+    def watermark_inputs(self) -> list[str]:
+        """The inputs the model's one watermark is made of (FORMAT.md): every one declaring an event_time."""
+        return sorted(name for name, spec in self.inputs.items() if spec.event_time is not None)
+
     def nodes(self) -> list[Node]:
         """Every node, children before parents."""
         out: list[Node] = []
