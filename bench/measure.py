@@ -163,7 +163,22 @@ JVM_THREADS = (("CompilerThre", "jit"), ("Executor task", "tasks"), ("Thread-", 
 CPU_PARTS = {"python": "driver Python (with delta-rs)", "calls": "JVM: answering Py4J calls",
              "jit": "JVM: JIT compilers", "tasks": "JVM: tasks", "workers": "Python workers",
              "jvm_other": "JVM: other (GC, scheduler)"}
-_Sample = tuple[float, float, float, dict[int, tuple[str, float]]]
+#: One reading: driver Python, the JVM's own time read before and after its threads, Python workers, and
+#: {JVM thread: (name, seconds)}.
+_Sample = tuple[float, float, float, float, dict[int, tuple[str, float]]]
+
+
+def _thread_times(pid: int) -> dict[int, tuple[str, float]]:
+    """{thread id: (name, CPU seconds)} of a live process's threads, exact to the nanosecond (the scheduler's
+    own run time, not /proc's 10 ms ticks, whose rounding adds up over a JVM's many threads)."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text()
+            threads[int(task.name)] = (name, int((task / "schedstat").read_text().split()[0]) / 1e9)
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended since
+            continue
+    return threads
 
 
 class CpuUse:
@@ -176,26 +191,20 @@ class CpuUse:
         self._before: _Sample | None = None
 
     def _sample(self) -> _Sample | None:
-        """(driver Python, JVM, Python workers, {JVM thread: (name, seconds)}), or None if /proc cannot say."""
+        """One reading of every figure, or None if /proc cannot say."""
         try:
             jvm = psutil.Process(self.pid)
-            threads = {}
-            for thread in jvm.threads():
-                try:
-                    name = Path(f"/proc/{self.pid}/task/{thread.id}/comm").read_text()
-                except FileNotFoundError:  # the thread ended since
-                    continue
-                threads[thread.id] = (name, thread.user_time + thread.system_time)
+            first = sum(jvm.cpu_times()[:2])
+            threads = _thread_times(self.pid)
             # a Python worker that exits (an idle one is stopped after a minute) leaves its time to the
             # process that reaped it, as that one's children's time: counted too, so the part cannot shrink
             own = jvm.cpu_times()
-            used = own.user + own.system
             workers = own.children_user + own.children_system + sum(
                 sum(c.cpu_times()[:4]) for c in jvm.children(recursive=True))
         except (OSError, psutil.Error):
             return None
         times = os.times()
-        return times.user + times.system, used, workers, threads
+        return times.user + times.system, first, own.user + own.system, workers, threads
 
     def __enter__(self) -> CpuUse:
         self._before = self._sample()
@@ -205,7 +214,7 @@ class CpuUse:
         after = self._sample()
         if after is None or self._before is None:
             return
-        (python, jvm, workers, threads), (python0, jvm0, workers0, threads0) = after, self._before
+        (python, _, jvm, workers, threads), (python0, jvm0, _, workers0, threads0) = after, self._before
         parts = dict.fromkeys(CPU_PARTS, 0.0)
         parts.update(python=python - python0, workers=workers - workers0)
         for tid, (name, used) in threads.items():  # a thread that ended stays in the JVM's total: jvm_other
@@ -214,6 +223,8 @@ class CpuUse:
                 name0, used0 = threads0.get(tid, (name, 0.0))
                 same = name0 == name and used0 <= used  # else a new thread took an ended one's id
                 parts[part] += used - (used0 if same else 0.0)
+        # the JVM's total is read before the threads at the start and after them at the end, so the threads'
+        # time in between is inside it: what is left is never short by the time the threads ran while read
         parts["jvm_other"] = jvm - jvm0 - parts["jit"] - parts["tasks"] - parts["calls"]
         self.parts = {k: round(v, 3) for k, v in parts.items()}
 
