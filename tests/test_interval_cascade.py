@@ -46,28 +46,32 @@ def cascade_sql(first: str, second: str, by: str, bounds: tuple[int, int, int, i
 
 
 def random_on_time_case(name: str, sql: str, rng: random.Random, inputs: dict[str, dict] = INPUTS) -> dict:
-    """Four runs of rows at or after every watermark when they arrive (every delay 0: the first
-    join's, of the first two inputs, is the highest), NULL keys and duplicates, then a run far ahead in
-    time (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input
-    does. An input may have no rows in a run, or rows only just past the watermark while the others
-    run ahead: a lagging input's rows then pair with rows the others sent runs before, behind the
-    watermark of the joins below, which is what holding that watermark back is for. A versioned input
-    (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all later than any time the
-    run's watermark reaches: Flink's temporal join would race a version at or before it against the
-    probes the run fires (which it sees first depends on its input channels)."""
+    """Four runs of rows strictly after the model's watermark when they arrive (every delay 0: the
+    smallest of the inputs' largest times), NULL keys and duplicates, then a run far ahead in time
+    (keys that match nothing) that expires every earlier row, as the end of Flink's bounded input does.
+    An input may have no rows in a run, and in half the cases the last input sends none before the
+    third run: until it does, it holds back every join's watermark, the first join's too, as the
+    model's one watermark does in Flink (a join that followed only its own inputs would expire rows
+    that Flink still joins). A row exactly at the watermark is left out: Flink may or may not have
+    expired its partners by the time it arrives (its two-input channels interleave). A versioned
+    input (with a unique_key) gets versions of keys 1 and 2 (`version_changes`), all later than any
+    time the run's watermark reaches: Flink's temporal join would race a version at or before it
+    against the probes the run fires (which it sees first depends on its input channels)."""
     first = list(inputs)[:2]
     versioned = [n for n, spec in inputs.items() if spec.get("unique_key")]
     top = {n: 0 for n in inputs}
     runs, v, versions = [], 0, []
-    for _ in range(4):
-        floor = min(top[n] for n in first)
+    late_starter = list(inputs)[-1] if rng.random() < 0.5 else None
+    for run in range(4):
+        floor = min(top[n] for n in inputs if n not in versioned) + 1
         changes: dict[str, list] = {}
         for n in inputs:
             if n in versioned:
                 continue
             rows = []
             spread = rng.choice([2, 12])
-            for _ in range(rng.randint(1, 4) if rng.random() > 0.3 else 0):
+            silent = rng.random() < 0.3 or (n == late_starter and run < 2)
+            for _ in range(0 if silent else rng.randint(1, 4)):
                 v += 1
                 rows.append([rng.choice([None, 1, 2, 2]), v, floor + rng.randint(0, spread)])
             rows += [list(rng.choice(rows)) for _ in range(rng.randint(0, 1)) if rows]
