@@ -101,3 +101,15 @@ def test_semi_joins_stay_regular() -> None:
 def test_an_event_time_that_is_not_a_timestamp_is_rejected() -> None:
     with pytest.raises(CompileError, match="event_time column 'ts' is date"):
         _join("l.ts BETWEEN r.ts AND r.ts + INTERVAL '1' DAY", ts_type="date")
+
+
+def test_every_event_time_of_a_model_with_a_time_based_join_must_be_a_timestamp() -> None:
+    """The model's one watermark is made of every declared event time, also that of an input only a
+    regular join reads; without a time-based join none is read, and any type will do."""
+    seen = InputSpec.from_dict("s", {"columns": [["id", "int"], ["seen", "bigint"]], "event_time": "seen"})
+    sql = "SELECT l.id, r.v, s.seen FROM l JOIN r ON l.id = r.id {} JOIN s ON s.id = l.id"
+    with pytest.raises(CompileError, match="input 's': event_time column 'seen' is bigint; the model's watermark, "
+                                           "which its interval join j1 follows"):
+        compile_sql("m", sql.format("AND l.ts BETWEEN r.ts AND r.ts + INTERVAL '1' HOUR"), {**_specs(), "s": seen})
+    plan = compile_sql("m", sql.format(""), {**_specs(), "s": seen})
+    assert plan.watermark_inputs == ["l", "r", "s"] and not plan.is_interval

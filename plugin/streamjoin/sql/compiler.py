@@ -35,7 +35,7 @@ from .scope import Binding, Scope
 from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
 from .temporal import AsOf, as_of, bind_temporal, reject_as_of
-from .time_bounds import extract_time_bound
+from .time_bounds import check_event_times, extract_time_bound
 from .windows import bind_window_joins, input_table, parseable, tvf_windows, window_call, window_view
 
 _UNSUPPORTED_CLAUSES = {
@@ -111,6 +111,7 @@ class _Compiler:
             filters=tuple(scope.render(f, self.fail) for f in post_filters),
             outputs=tuple(outputs),
         )
+        check_event_times(plan, self.fail)
         kind = plan.binary_only()
         return keep_binary(plan, self.fail, kind) if kind else choose_strategy(plan, self.fail)
 

@@ -37,8 +37,6 @@ from .plan import Join, Node, Scan, TemporalSpec, internal_name
 from .strategy import user_text
 from .time_bounds import carried_times
 
-_TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
-
 
 @dataclass(frozen=True)
 class AsOf:
@@ -197,9 +195,6 @@ def _problems(node: Join, clause: AsOf, prefixes: Mapping[str, InputSpec]) -> li
     if spec.event_time is None:
         problems.append(f"the versioned input '{spec.name}' declares no event_time; declare the column that says "
                         "from when each version is valid")
-    elif spec.column_type(spec.event_time).lower() not in _TIMESTAMP_TYPES:
-        problems.append(f"the versioned input '{spec.name}' has event_time '{spec.event_time}' of type "
-                        f"{spec.column_type(spec.event_time)}; declare it as timestamp")
     if not node.keys:
         problems.append("its ON condition has no equality between the two sides; add one on the versioned "
                         "input's unique key (e.g. ON o.currency = r.currency)")

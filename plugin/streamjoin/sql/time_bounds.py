@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from ..spec import InputSpec
 from ..types import JoinType
-from .plan import Join, Node, Scan, TimeBound
+from .plan import Join, JoinPlan, Node, Scan, TimeBound
 
 _NEGATE = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE}
 _UNIT = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta(hours=1),
@@ -37,6 +37,7 @@ _UNIT = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta
 _SPAN_FIELDS = ("day", "hour", "minute", "second")
 _INTERVAL_JOINS = (JoinType.INNER, JoinType.LEFT, JoinType.RIGHT, JoinType.FULL)
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
+_TIME_BASED = {"time_bound": "interval join", "temporal": "event-time temporal join", "window": "window join"}
 
 
 class _NotLinear(Exception):
@@ -158,15 +159,28 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
     bound, residual = found
     for scan in [side for side in (root.left, root.right) if isinstance(side, Scan)]:
         spec = prefixes[scan.alias]
-        kind = spec.column_type(spec.event_time).lower()
-        if kind not in _TIMESTAMP_TYPES:
-            raise fail(f"input '{spec.name}': event_time column '{spec.event_time}' is {kind}; the interval join "
-                       f"{root.id} needs a timestamp event time (declare the column as timestamp)")
         if spec.changelog_format not in ("append", "changelog"):
             raise fail(f"input '{spec.name}': changelog_format '{spec.changelog_format}' produces updates and deletes, "
                        f"but the interval join {root.id} needs an append-only input, as in Flink; declare an "
                        "insert-only changelog ('append'), or drop the time bound to make it a regular join")
     return replace(root, residual=residual, time_bound=bound)
+
+
+def check_event_times(plan: JoinPlan, fail: Callable) -> None:
+    """Every declared event_time is a timestamp once the model has a time-based join: the one watermark that
+    join follows is made of every input's event time (FORMAT.md), also one only a regular join reads."""
+    timed = next(((_TIME_BASED[a], n.id) for n in plan.nodes() if isinstance(n, Join) for a in _TIME_BASED
+                  if getattr(n, a) is not None and not (a == "temporal" and n.temporal.processing_time)), None)
+    if timed is None:
+        return
+    for name in plan.watermark_inputs:
+        spec = plan.inputs[name]
+        kind = spec.column_type(spec.event_time).lower()
+        if kind not in _TIMESTAMP_TYPES:
+            raise fail(f"input '{name}': event_time column '{spec.event_time}' is {kind}; the model's watermark, "
+                       f"which its {timed[0]} {timed[1]} follows, is made of every input's event time, so each must "
+                       "be a timestamp: declare the column as timestamp (or leave event_time out of an input no "
+                       "time-based join reads)")
 
 
 def carried_times(node: Node, prefixes: Mapping[str, InputSpec], padded: bool = True) -> list[str]:
