@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -163,11 +164,6 @@ JVM_THREADS = (("CompilerThre", "jit"), ("Executor task", "tasks"), ("Thread-", 
 CPU_PARTS = {"python": "driver Python (with delta-rs)", "calls": "JVM: answering Py4J calls",
              "jit": "JVM: JIT compilers", "tasks": "JVM: tasks", "workers": "Python workers",
              "jvm_other": "JVM: other (GC, scheduler)"}
-#: One reading: driver Python, the JVM's own time read before and after its threads, Python workers, and
-#: {JVM thread: (name, seconds)}.
-_Sample = tuple[float, float, float, float, dict[int, tuple[str, float]]]
-
-
 def _thread_times(pid: int) -> dict[int, tuple[str, float]]:
     """{thread id: (name, CPU seconds)} of a live process's threads, exact to the nanosecond (the scheduler's
     own run time, not /proc's 10 ms ticks, whose rounding adds up over a JVM's many threads)."""
@@ -181,6 +177,18 @@ def _thread_times(pid: int) -> dict[int, tuple[str, float]]:
     return threads
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """One reading of a driver and its JVM. The JVM's own and reaped children's times are read before and
+    after the rest, so that a block's figures take in whatever ran while the rest was read."""
+
+    python: float
+    jvm: tuple[float, float]  # the JVM's own CPU seconds, read first and last
+    reaped: tuple[float, float]  # the JVM's children that it reaped: their CPU seconds, read first and last
+    threads: dict[int, tuple[str, float]]  # the JVM's threads: {id: (name, seconds)}
+    workers: dict[tuple[int, float], tuple[int, float]]  # its descendants: {(pid, start): (parent pid, seconds)}
+
+
 class CpuUse:
     """CPU seconds the driver and its JVM used inside the block, split as `CPU_PARTS` (`parts`; empty
     where /proc cannot say, as off Linux). Only a local master's tasks run in the driver's JVM."""
@@ -188,44 +196,49 @@ class CpuUse:
     def __init__(self, spark: Any) -> None:
         self.pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
         self.parts: dict[str, float] = {}
-        self._before: _Sample | None = None
+        self._before: _Reading | None = None
 
-    def _sample(self) -> _Sample | None:
+    def _sample(self) -> _Reading | None:
         """One reading of every figure, or None if /proc cannot say."""
         try:
             jvm = psutil.Process(self.pid)
-            first = sum(jvm.cpu_times()[:2])
+            first = jvm.cpu_times()
             threads = _thread_times(self.pid)
-            # a Python worker that exits (an idle one is stopped after a minute) leaves its time to the
-            # process that reaped it, as that one's children's time: counted too, so the part cannot shrink
-            own = jvm.cpu_times()
-            workers = own.children_user + own.children_system + sum(
-                sum(c.cpu_times()[:4]) for c in jvm.children(recursive=True))
+            workers = {}
+            for child in jvm.children(recursive=True):
+                with child.oneshot():
+                    workers[(child.pid, child.create_time())] = (child.ppid(), sum(child.cpu_times()[:2]))
+            last = jvm.cpu_times()
         except (OSError, psutil.Error):
             return None
         times = os.times()
-        return times.user + times.system, first, own.user + own.system, workers, threads
+        return _Reading(times.user + times.system, (first.user + first.system, last.user + last.system),
+                        (first.children_user + first.children_system, last.children_user + last.children_system),
+                        threads, workers)
 
     def __enter__(self) -> CpuUse:
         self._before = self._sample()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        after = self._sample()
-        if after is None or self._before is None:
+        after, before = self._sample(), self._before
+        if after is None or before is None:
             return
-        (python, _, jvm, workers, threads), (python0, jvm0, _, workers0, threads0) = after, self._before
         parts = dict.fromkeys(CPU_PARTS, 0.0)
-        parts.update(python=python - python0, workers=workers - workers0)
-        for tid, (name, used) in threads.items():  # a thread that ended stays in the JVM's total: jvm_other
+        parts["python"] = after.python - before.python
+        for tid, (name, used) in after.threads.items():  # a thread that ended stays in the JVM's total: jvm_other
             part = next((part for prefix, part in JVM_THREADS if prefix in name), None)
             if part is not None:
-                name0, used0 = threads0.get(tid, (name, 0.0))
+                name0, used0 = before.threads.get(tid, (name, 0.0))
                 same = name0 == name and used0 <= used  # else a new thread took an ended one's id
                 parts[part] += used - (used0 if same else 0.0)
-        # the JVM's total is read before the threads at the start and after them at the end, so the threads'
-        # time in between is inside it: what is left is never short by the time the threads ran while read
-        parts["jvm_other"] = jvm - jvm0 - parts["jit"] - parts["tasks"] - parts["calls"]
+        parts["jvm_other"] = after.jvm[1] - before.jvm[0] - parts["jit"] - parts["tasks"] - parts["calls"]
+        # Python workers: each one's time in the block; one that the JVM reaped meanwhile left all its time to
+        # the JVM's reaped children's. The daemon ignores SIGCHLD, so a worker it forked (and stopped when idle
+        # for a minute) takes the time it used in the block with it when it exits.
+        parts["workers"] = after.reaped[1] - before.reaped[0] + sum(
+            used - before.workers.get(key, (parent, 0.0))[1] for key, (parent, used) in after.workers.items()) - sum(
+            used for key, (parent, used) in before.workers.items() if key not in after.workers and parent == self.pid)
         self.parts = {k: round(v, 3) for k, v in parts.items()}
 
 

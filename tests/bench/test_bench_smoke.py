@@ -66,5 +66,6 @@ def test_runs_carry_figures_and_load(results: dict) -> None:
     # negative (beyond /proc's 10 ms ticks), and none is missing
     assert all(set(r["cpu_seconds"]) == set(CPU_PARTS) for r in runs)
     assert all(r["cpu_seconds"]["python"] > 0 and r["cpu_seconds"]["calls"] > 0 for r in runs)
-    assert all(min(r["cpu_seconds"].values()) > -0.05 for r in runs), [r["cpu_seconds"] for r in runs]
+    assert all(min(r["cpu_seconds"].values()) > -0.05 for r in runs), [
+        {part: used for part, used in r["cpu_seconds"].items() if used <= -0.05} for r in runs]
     assert results["environment"]["versions"]["apache-flink"].startswith("2.")
