@@ -231,3 +231,44 @@ def _micros(sec: int) -> int:
     import datetime as dt
 
     return int((dt.datetime.fromisoformat(_at(sec)).replace(tzinfo=dt.timezone.utc).timestamp())) * 1_000_000
+
+
+def _as_kept_per_side(state: str) -> None:
+    """Rewrite the clock of an interval join's newest commit as streamjoin kept it before it followed
+    every input of the model: the largest time per side (`left`, `right`), not per input."""
+    log = Path(state) / "_delta_log" / f"{delta_log.version(state):020d}.json"
+    lines = []
+    for line in log.read_text().splitlines():
+        entry = json.loads(line)
+        if "commitInfo" in entry and "streamjoin.interval" in entry["commitInfo"]:
+            clock = json.loads(entry["commitInfo"]["streamjoin.interval"])
+            clock["max_time"] = {"left": clock["max_time"].pop("input:orders"),
+                                 "right": clock["max_time"].pop("input:shipments"), **clock["max_time"]}
+            entry["commitInfo"]["streamjoin.interval"] = json.dumps(clock)
+        lines.append(json.dumps(entry))
+    log.write_text("\n".join(lines) + "\n")
+
+
+def test_a_clock_that_does_not_follow_an_input_yet_counts_its_earlier_runs(spark, tmp_path) -> None:
+    """A clock kept before the join followed every input by name (per side, as earlier releases kept it)
+    takes each input's largest time from the runs before: an input idle since goes on holding the
+    watermark where it was, as FORMAT.md's largest time seen so far does, so run 2 pads order 1 as a
+    model that kept its clock all along does, instead of waiting until shipments sends a row again."""
+    sql = OUTER_SQL["left"]
+    runs = [{"orders": [["+I", [1, t("10:00")]]], "shipments": [["+I", [7, t("12:00")]]]},
+            {"orders": [["+I", [2, t("11:30")]]]}]
+    kept, upgraded = (CaseRunner(spark, {"name": f"upgrade-{n}", "inputs": {"orders": ORDERS, "shipments": SHIPMENTS},
+                                         "sql": sql, "runs": []}, str(tmp_path / n)) for n in ("kept", "upgraded"))
+    emitted: dict[str, list] = {"kept": [], "upgraded": []}
+    for i, changes in enumerate(runs):
+        for name, runner in (("kept", kept), ("upgraded", upgraded)):
+            runner.append_changes(i, changes)
+            report = run_once(spark, runner.plan, runner.tables)
+            emitted[name].append(sorted((kind, row[0], row[2]) for kind, row in runner.changelog(report.run_id)))
+            if i == 0 and name == "upgraded":
+                _as_kept_per_side(runner.tables.state("j1_left"))
+    assert emitted["kept"] == [[], [("+I", 1, None)]], emitted  # (kind, order, shipped)
+    assert emitted["upgraded"] == emitted["kept"]
+    clock = json.loads(delta_log.latest_metadata(upgraded.tables.state("j1_left"), "streamjoin.interval"))
+    assert set(clock["max_time"]) == {"input:orders", "input:shipments"} and clock["watermark_utc"].startswith(
+        "2021-12-25 11:30:00")

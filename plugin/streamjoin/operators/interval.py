@@ -359,8 +359,8 @@ class IntervalJoin:
                 self.reject_retractions(s, changes[s], stats[s]["retractions"])
         paths = {s: x.tables.state(f"{self.node.id}_{s.value}") for s in Side}
         old = Clock.load(paths[Side.LEFT], x.versions.get(paths[Side.LEFT]), self.default_slice())
-        clock = old.advance(*x.watermark_sources({s.value: self.children[s] for s in Side if s not in self.scans}),
-                            self.bound, self.lateness_us)
+        clock = old.advance(*x.watermark_sources({s.value: self.children[s] for s in Side if s not in self.scans},
+                                                 old.max_time), self.bound, self.lateness_us)
         delay = _us(self.bound.output_delay(x.plan.config.allowed_lateness))  # what the next join sees
         x.watermarks[self.node.id] = None if clock.watermark is None else clock.watermark - delay
         tables = {s: IntervalState(paths[s], self.sides[s].schema, self.sides[s].tracks_degree,

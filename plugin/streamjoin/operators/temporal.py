@@ -142,7 +142,8 @@ class TemporalJoin:
             arrived = self.weighted(persist(self.changes(self.probe_scan)), self.probe_scan)
         incoming = persist(self.changes(self.version_scan))
         old = Clock.load(META_KEY, self.tables[PROBE].path, self.tables[PROBE].version)
-        clock = old.advance(*x.watermark_sources({} if self.probe_scan is not None else {PROBE: self.node.left}))
+        clock = old.advance(*x.watermark_sources({} if self.probe_scan is not None else {PROBE: self.node.left},
+                                                 old.max_time))
         w_old, w_new = old.watermark, clock.watermark
         x.watermarks[self.node.id] = w_new
 

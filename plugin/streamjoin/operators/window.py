@@ -121,7 +121,8 @@ class WindowJoin:
                 self.reject_retractions(s, n)
         first = self.tables[Side.LEFT]
         old = Clock.load(META_KEY, first.path, first.version)
-        clock = old.advance(*x.watermark_sources({s.value: self.sides[s] for s in Side if s not in self.inputs}))
+        clock = old.advance(*x.watermark_sources({s.value: self.sides[s] for s in Side if s not in self.inputs},
+                                                 old.max_time))
         x.watermarks[self.node.id] = clock.watermark
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)
         due = {}

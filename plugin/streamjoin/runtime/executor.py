@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +23,7 @@ from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
 from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
 from ..storage.delta_log import DataFile
+from ..storage import formats
 from ..storage.formats import data_schema, declared_type
 from ..storage.state import StateLayout, StateTable, plain_key_columns
 from ..storage.tables import ModelTables
@@ -54,6 +55,8 @@ class Executor:
     writer: RunWriter  # every table write of the run, in one Spark job
     now_ms: int  # the run's time (from its manifest, so a retry computes the same)
     input_versions: Mapping[str, int]  # per input: the version of its Delta table this run reads to
+    #: per input: the version of its Delta table the runs before read to (None: none read it)
+    input_starts: Mapping[str, int | None] = field(default_factory=dict)
     staged: list[StagedWrite] = field(default_factory=list)
     input_changes: dict[str, DataFrame] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # per-run figures for the run log
@@ -70,35 +73,52 @@ class Executor:
         without one): from its files' footers where they tell it (`stored_time_range`), else all in one
         Spark job; worked out once a run."""
         if self._input_max_times is None:
-            known, parts = {}, []
-            for name in self.plan.watermark_inputs:
-                column = self.plan.inputs[name].event_time
-                stored = self.stored_time_range(name, column, append_only=False)
-                if stored is not None:
-                    known[name] = stored.hi
-                else:
-                    parts.append(self.changes[name].agg(F.lit(name).alias("input"),
-                                                        F.max(micros(col(column))).alias("max_time")))
-            self._input_max_times = {**known, **{r["input"]: r["max_time"] for r in computed(parts)}}
+            self._input_max_times = self.max_times({name: (self.changes[name], self.input_files.get(name))
+                                                    for name in self.plan.watermark_inputs})
         return self._input_max_times
 
-    def watermark_sources(self, joined: Mapping[str, Node]) -> tuple[dict[str, int | None], dict[str, int]]:
+    def earlier_max_times(self, names: Sequence[str]) -> dict[str, int | None]:
+        """The largest event time of each input in `names` over the changes the runs before this one read
+        (None: none, or no run read the input): all its rows up to the version they read to."""
+        reads = {name: formats.read_changes(self.spark, self.plan.inputs[name], None, self.input_starts[name])
+                 for name in names if self.input_starts.get(name) is not None}
+        return self.max_times({name: (read.rows, read.files) for name, read in reads.items()})
+
+    def max_times(self, rows: Mapping[str, tuple[DataFrame, Sequence[DataFile] | None]]) -> dict[str, int | None]:
+        """The largest event time of each input's `rows` (read from `files`, if so stored): from the
+        files' footers where they tell it, else all in one Spark job."""
+        known, parts = {}, []
+        for name, (changes, files) in rows.items():
+            column = self.plan.inputs[name].event_time
+            stored = self.stored_time_range(name, column, files)
+            if stored is not None:
+                known[name] = stored.hi
+            else:
+                parts.append(changes.agg(F.lit(name).alias("input"), F.max(micros(col(column))).alias("max_time")))
+        return {**known, **{r["input"]: r["max_time"] for r in computed(parts)}}
+
+    def watermark_sources(self, joined: Mapping[str, Node], followed: Collection[str] = ()
+                          ) -> tuple[dict[str, int | None], dict[str, int]]:
         """What a time-based join's watermark follows this run, as its clock keeps them (each source's
         largest time this run, and its delay): every event-time input of the model, by its largest event
         time less its watermark_delay (FORMAT.md: one watermark per model, the same at every join),
-        and each side in `joined` that is another join's rows, by the watermark that join forwards."""
+        and each side in `joined` that is another join's rows, by the watermark that join forwards.
+        An input whose key the clock does not hold yet (`followed`: the keys it holds; a clock kept
+        before it followed every input, or a new input) also counts its runs before this one."""
         maxima = self.input_max_times()
-        run_max: dict[str, int | None] = {f"input:{n}": t for n, t in maxima.items()}
+        earlier = self.earlier_max_times([n for n in maxima if f"input:{n}" not in followed])
+        run_max: dict[str, int | None] = {f"input:{n}": max((x for x in (t, earlier.get(n)) if x is not None),
+                                                             default=None) for n, t in maxima.items()}
         delays = {f"input:{n}": self.plan.inputs[n].watermark_delay // US for n in maxima}
         for side, node in joined.items():
             run_max[side], delays[side] = self.watermarks[node.id], 0
         return run_max, delays
 
-    def stored_time_range(self, name: str, column: str, *, append_only: bool) -> TimeRange | None:
-        """The range of input `name`'s declared timestamp `column` over this run's changes, from its
-        files' footers (`storage.time_range`); None when they cannot tell it, or when `append_only`
+    def stored_time_range(self, name: str, column: str, files: Sequence[DataFile] | None, *,
+                          append_only: bool = False) -> TimeRange | None:
+        """The range of input `name`'s declared timestamp `column` over the rows of its `files`, from
+        their footers (`storage.time_range`); None when they cannot tell it, or when `append_only`
         and the input's statistics do not say that it only inserted this run."""
-        files = self.input_files.get(name)
         spec = self.plan.inputs[name]
         if files is None or (append_only and name not in self.insert_only) or \
                 column.lower() not in {c.lower() for c in spec.column_names} or \
@@ -111,7 +131,8 @@ class Executor:
         quoted) holds as read; None when the scan computes that column."""
         for (name, internal), source in zip(scan.columns, scan.column_sources):
             if column in (internal, q(internal)) and source == q(name):
-                return self.stored_time_range(scan.input, name, append_only=append_only)
+                return self.stored_time_range(scan.input, name, self.input_files.get(scan.input),
+                                              append_only=append_only)
         return None
 
     def schema(self, node: Node) -> StructType:

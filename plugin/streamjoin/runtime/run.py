@@ -333,6 +333,7 @@ class Run:
                     executor = Executor(self.spark, self.plan, self.tables, versions, run_id, changes, insert_only,
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000),
                                         {name: o["end"] for name, o in offsets.items()},
+                                        {name: o["start"] for name, o in offsets.items()},
                                         input_files={name: read.files for name, read in reads.items()})
                     output, replaced = executor.output(), None
                     if reproject:
