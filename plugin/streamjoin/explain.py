@@ -26,12 +26,6 @@ from .storage.tables import ModelTables
 from .types import Side, duration_text
 
 
-def time_based(node: Node) -> bool:
-    """Whether a join waits for the watermark (interval, event-time temporal and window joins)."""
-    return isinstance(node, Join) and bool(node.time_bound or node.window or
-                                           (node.temporal and not node.temporal.processing_time))
-
-
 def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
     """The inputs whose changes must all be insertions, each with the join that needs it so."""
     out: dict[str, str] = {}
@@ -108,7 +102,7 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
 
 def watermark(plan: JoinPlan) -> str:
     """What the model's watermark is made of, or why it has none."""
-    timed = [n for n in plan.nodes() if time_based(n)]
+    timed = [n for n in plan.nodes() if isinstance(n, Join) and n.time_based]
     if not timed:
         return "none: no join of this model waits for event time"
     parts = []

@@ -250,6 +250,11 @@ class Join:
         return kind + (" window" if self.window else "") + (" asof" if self.asof else "")
 
     @property
+    def time_based(self) -> bool:
+        """Whether the join waits for the watermark (interval, event-time temporal and window joins)."""
+        return bool(self.time_bound or self.window or (self.temporal and not self.temporal.processing_time))
+
+    @property
     def unpadded_sides(self) -> tuple["Node", ...]:
         """The sides whose columns every output row carries as they are, never NULL-padded."""
         return ((self.left,) if not self.join_type.preserves(Side.RIGHT) else ()) + (

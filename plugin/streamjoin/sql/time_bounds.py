@@ -37,7 +37,6 @@ _UNIT = {"week": timedelta(weeks=1), "day": timedelta(days=1), "hour": timedelta
 _SPAN_FIELDS = ("day", "hour", "minute", "second")
 _INTERVAL_JOINS = (JoinType.INNER, JoinType.LEFT, JoinType.RIGHT, JoinType.FULL)
 _TIMESTAMP_TYPES = ("timestamp", "timestamp_ltz", "timestamp_ntz")
-_TIME_BASED = {"time_bound": "interval join", "temporal": "event-time temporal join", "window": "window join"}
 
 
 class _NotLinear(Exception):
@@ -169,16 +168,16 @@ def extract_time_bound(root: Node, prefixes: Mapping[str, InputSpec], fail: Call
 def check_event_times(plan: JoinPlan, fail: Callable) -> None:
     """Every declared event_time is a timestamp once the model has a time-based join: the one watermark that
     join follows is made of every input's event time (FORMAT.md), also one only a regular join reads."""
-    timed = next(((_TIME_BASED[a], n.id) for n in plan.nodes() if isinstance(n, Join) for a in _TIME_BASED
-                  if getattr(n, a) is not None and not (a == "temporal" and n.temporal.processing_time)), None)
+    timed = next((n for n in plan.nodes() if isinstance(n, Join) and n.time_based), None)
     if timed is None:
         return
+    join = "interval join" if timed.time_bound else "window join" if timed.window else "event-time temporal join"
     for name in plan.watermark_inputs:
         spec = plan.inputs[name]
         kind = spec.column_type(spec.event_time).lower()
         if kind not in _TIMESTAMP_TYPES:
             raise fail(f"input '{name}': event_time column '{spec.event_time}' is {kind}; the model's watermark, "
-                       f"which its {timed[0]} {timed[1]} follows, is made of every input's event time, so each must "
+                       f"which its {join} {timed.id} follows, is made of every input's event time, so each must "
                        "be a timestamp: declare the column as timestamp (or leave event_time out of an input no "
                        "time-based join reads)")
 
