@@ -272,3 +272,44 @@ def test_a_clock_that_does_not_follow_an_input_yet_counts_its_earlier_runs(spark
     clock = json.loads(delta_log.latest_metadata(upgraded.tables.state("j1_left"), "streamjoin.interval"))
     assert set(clock["max_time"]) == {"input:orders", "input:shipments"} and clock["watermark_utc"].startswith(
         "2021-12-25 11:30:00")
+
+
+def test_an_upgraded_model_reads_each_input_s_earlier_runs_once_however_many_joins_ask(spark, tmp_path,
+                                                                                    monkeypatch) -> None:
+    """Two interval joins whose clocks both predate following every input: the run after the upgrade reads
+    each input's earlier changes once (a Spark job each where footers cannot tell), not once per join, and
+    emits what a model that kept its clocks emits (order 1 padded by both joins once j1's forwarded
+    watermark, an hour behind the model's, passes 12:00)."""
+    from streamjoin.runtime import executor
+
+    sql = ("SELECT o.id, s.ts AS shipped, r.ts AS reshipped FROM orders o "
+           f"LEFT JOIN shipments s ON o.id = s.order_id AND {WITHIN_AN_HOUR} "
+           "LEFT JOIN shipments r ON o.id = r.order_id AND r.ts BETWEEN o.ts AND o.ts + INTERVAL '2' HOUR")
+    runs = [{"orders": [["+I", [1, t("10:00")]]], "shipments": [["+I", [7, t("13:00")]]]},
+            {"orders": [["+I", [2, t("12:30")]]]}, {"orders": [["+I", [3, t("15:00")]]], "shipments": [["+I", [8, t("16:00")]]]}]
+    kept, upgraded = (CaseRunner(spark, {"name": f"upgrade-{n}", "inputs": {"orders": ORDERS, "shipments": SHIPMENTS},
+                                         "sql": sql, "runs": []}, str(tmp_path / n)) for n in ("kept", "upgraded"))
+    reads: list[str] = []
+    read_changes = executor.formats.read_changes
+
+    def counted(spark, spec, start, end, keyed=None):  # noqa: ANN001, ANN202
+        if start is None:  # every version up to `end`: what earlier_max_times reads
+            reads.append(spec.name)
+        return read_changes(spark, spec, start, end, keyed)
+
+    monkeypatch.setattr(executor.formats, "read_changes", counted)
+    emitted: dict[str, list] = {"kept": [], "upgraded": []}
+    for i, changes in enumerate(runs):
+        for name, runner in (("kept", kept), ("upgraded", upgraded)):
+            runner.append_changes(i, changes)
+            reads.clear()
+            report = run_once(spark, runner.plan, runner.tables)
+            emitted[name].append(sorted((kind, row[0]) for kind, row in runner.changelog(report.run_id)))
+            if i == 0 and name == "upgraded":
+                joins = [p for p in Path(runner.tables.state("j1_left")).parent.iterdir() if p.name.endswith("_left")]
+                assert len(joins) == 2, joins
+                for state in joins:
+                    _as_kept_per_side(str(state))
+            if i == 1 and name == "upgraded":
+                assert sorted(reads) == ["orders", "shipments"]
+    assert emitted["upgraded"] == emitted["kept"] and ("+I", 1) in emitted["kept"][2], emitted

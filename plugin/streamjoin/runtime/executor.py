@@ -67,6 +67,7 @@ class Executor:
     #: per time-based join: the watermark it forwards after this run (a join of its rows reads it)
     watermarks: dict[str, int | None] = field(default_factory=dict)
     _input_max_times: dict[str, int | None] | None = field(default=None, repr=False)
+    _earlier_max_times: dict[str, int | None] = field(default_factory=dict, repr=False)
 
     def input_max_times(self) -> dict[str, int | None]:
         """Each event-time input's largest event time among this run's changes (rows of every kind; None
@@ -79,10 +80,14 @@ class Executor:
 
     def earlier_max_times(self, names: Sequence[str]) -> dict[str, int | None]:
         """The largest event time of each input in `names` over the changes the runs before this one read
-        (None: none, or no run read the input): all its rows up to the version they read to."""
+        (None: none, or no run read the input): all its rows up to the version they read to. Worked out
+        once a run per input, however many time-based joins ask."""
+        new = [n for n in dict.fromkeys(names) if n not in self._earlier_max_times]
         reads = {name: formats.read_changes(self.spark, self.plan.inputs[name], None, self.input_starts[name])
-                 for name in names if self.input_starts.get(name) is not None}
-        return self.max_times({name: (read.rows, read.files) for name, read in reads.items()})
+                 for name in new if self.input_starts.get(name) is not None}
+        found = self.max_times({name: (read.rows, read.files) for name, read in reads.items()})
+        self._earlier_max_times.update({name: found.get(name) for name in new})
+        return {name: self._earlier_max_times[name] for name in names}
 
     def max_times(self, rows: Mapping[str, tuple[DataFrame, Sequence[DataFile] | None]]) -> dict[str, int | None]:
         """The largest event time of each input's `rows` (read from `files`, if so stored): from the
