@@ -286,7 +286,8 @@ def test_an_upgraded_model_reads_each_input_s_earlier_runs_once_however_many_joi
            f"LEFT JOIN shipments s ON o.id = s.order_id AND {WITHIN_AN_HOUR} "
            "LEFT JOIN shipments r ON o.id = r.order_id AND r.ts BETWEEN o.ts AND o.ts + INTERVAL '2' HOUR")
     runs = [{"orders": [["+I", [1, t("10:00")]]], "shipments": [["+I", [7, t("13:00")]]]},
-            {"orders": [["+I", [2, t("12:30")]]]}, {"orders": [["+I", [3, t("15:00")]]], "shipments": [["+I", [8, t("16:00")]]]}]
+            {"orders": [["+I", [2, t("12:30")]]]},
+            {"orders": [["+I", [3, t("15:00")]]], "shipments": [["+I", [8, t("16:00")]]]}]
     kept, upgraded = (CaseRunner(spark, {"name": f"upgrade-{n}", "inputs": {"orders": ORDERS, "shipments": SHIPMENTS},
                                          "sql": sql, "runs": []}, str(tmp_path / n)) for n in ("kept", "upgraded"))
     reads: list[str] = []
