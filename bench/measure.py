@@ -164,6 +164,8 @@ JVM_THREADS = (("CompilerThre", "jit"), ("Executor task", "tasks"), ("Thread-", 
 CPU_PARTS = {"python": "driver Python (with delta-rs)", "calls": "JVM: answering Py4J calls",
              "jit": "JVM: JIT compilers", "tasks": "JVM: tasks", "workers": "Python workers",
              "jvm_other": "JVM: other (GC, scheduler)"}
+
+
 def _thread_times(pid: int) -> dict[int, tuple[str, float]]:
     """{thread id: (name, CPU seconds)} of a live process's threads, exact to the nanosecond (the scheduler's
     own run time, not /proc's 10 ms ticks, whose rounding adds up over a JVM's many threads)."""
