@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from pyspark.sql import SparkSession
-from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType, TimestampType, _parse_datatype_string
 
-from streamjoin.conformance import _collect
+from streamjoin.conformance import _to_python
 
 
 def snapshot(changes: Sequence[tuple[str, Sequence[Any]]]) -> Counter:
@@ -30,4 +31,12 @@ def batch_result(spark: SparkSession, sql: str, inputs: Mapping[str, Sequence[tu
         rows = [row for row, n in snapshot(changes.get(name, [])).items() for _ in range(n)]
         schema = StructType([StructField(c, _parse_datatype_string(t)) for c, t in columns])
         spark.createDataFrame(rows, schema).createOrReplaceTempView(name)
-    return Counter(_collect(spark.sql(sql)))
+    return Counter(collected(spark.sql(sql)))
+
+
+def collected(df: DataFrame) -> list[tuple]:
+    """Rows as the conformance runner compares them; timestamps travel as UTC text so no local timezone creeps in."""
+    fields = df.schema.fields
+    exprs = [F.date_format(F.col(f.name), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
+             if isinstance(f.dataType, TimestampType) else F.col(f.name) for f in fields]
+    return [tuple(_to_python(v, f.dataType) for v, f in zip(row, fields)) for row in df.select(*exprs).collect()]

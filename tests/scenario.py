@@ -19,7 +19,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from streamjoin.storage import delta_log, state
-from streamjoin.conformance import CaseRunner, _collect, run_case
+from streamjoin.conformance import CaseRunner, run_case
 from streamjoin.errors import CompileError
 from streamjoin.runtime.run import run_once
 from streamjoin.spec import InputSpec, ModelConfig
@@ -124,7 +124,7 @@ class Scenario:
 
     @property
     def result(self) -> Counter:
-        return Counter(_collect(self.runner.result()))
+        return Counter(self.runner.result())
 
     @property
     def changelog(self) -> Counter:

@@ -209,7 +209,8 @@ def test_state_stays_bounded_over_many_runs(spark, tmp_path) -> None:
     last_shipment = max(sec for sec, name, _ in events if name == "shipments" and sec // 60 < runs_n)
     watermark = min(last_order, last_shipment - 30)
     assert metrics[-1]["watermark"] == _at(watermark) + ".000000"
-    result = runner.result().collect()
+    names = [f.name for f in runner.result_fields()]
+    result = [dict(zip(names, row)) for row in runner.result()]
     padded = [r for r in result if r["order_id"] is None]
     assert sum(m["rows_padded"] for m in metrics) == len(padded) > 0
     assert {r["id"] % 3 for r in padded} == {0}

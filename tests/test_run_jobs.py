@@ -75,4 +75,4 @@ def test_a_time_based_join_takes_its_watermark_from_its_files_footers_in_one_spa
         runner.append_changes(i, changes)
         report = run_once(spark, runner.plan, runner.tables)
         assert report.metrics["spark_jobs"] == 1, (kind, i, report.metrics)
-    assert (1, 10, 100) in {tuple(r)[:3] for r in runner.result().collect()}, kind
+    assert (1, 10, 100) in {r[:3] for r in runner.result()}, kind

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scenario import assert_ok, cases_pass, compile_error, input_specs, state_rows_per_run
-from streamjoin.conformance import _collect, run_case
+from streamjoin.conformance import run_case
 from streamjoin.explain import describe
 from streamjoin.spec import InputSpec
 from streamjoin.storage import appended
@@ -408,5 +408,5 @@ def test_state_holds_the_rows_of_open_windows_only(spark, tmp_path, monkeypatch)
     # rewritten every other run: what was open a run ago, plus a run of appends; never every row
     assert all(sizes[i] <= open_rows(i - 1) + 1 for i in range(1, len(sizes))), sizes
     assert sizes[-1] < len(runs), sizes
-    result = sorted(tuple(r[:4]) for r in _collect(runner.result()))  # W = 5 s: [0, 2) and [2, 4) fired
+    result = sorted(tuple(r[:4]) for r in runner.result())  # W = 5 s: [0, 2) and [2, 4) fired
     assert result == sorted((1, i, 1, j) for w in (0, 2) for i in (w, w + 1) for j in (w, w + 1)), result

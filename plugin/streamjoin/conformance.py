@@ -17,18 +17,17 @@ from decimal import Decimal
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, LongType,
-                               StringType, StructField, StructType, TimestampType)
+import pyarrow.compute as pc
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, StringType,
+                               StructField, StructType, TimestampType)
 
 from .errors import StreamJoinError
 from .runtime.run import run_once
 from .spec import ROW_KIND_COLUMN, RUN_ID_COLUMN, InputSpec, ModelConfig
 from .sql.compiler import compile_sql
-from .storage import delta_log, file_reads, formats
+from .storage import delta_log, formats
 from .storage.tables import ModelTables
-from .zset import col
 
 
 def _to_python(value: Any, t: DataType) -> Any:
@@ -36,6 +35,8 @@ def _to_python(value: Any, t: DataType) -> Any:
     if value is None:
         return None
     if isinstance(t, TimestampType):
+        if isinstance(value, dt.datetime):  # as read from a table: naive UTC, as the cases write times
+            return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
         text = str(value).replace("T", " ")
         return dt.datetime.fromisoformat(text if "." in text or len(text) > 10 else text + " 00:00:00")
     if isinstance(t, DateType):
@@ -57,12 +58,15 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def _collect(df: DataFrame) -> list[tuple]:
-    """Rows as comparable tuples; timestamps travel as UTC text so no local timezone creeps in."""
-    fields = [f for f in df.schema.fields]
-    exprs = [F.date_format(col(f.name), "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(f.name)
-             if isinstance(f.dataType, TimestampType) else col(f.name) for f in fields]
-    return [tuple(_to_python(v, f.dataType) for v, f in zip(row, fields)) for row in df.select(*exprs).collect()]
+def _table_rows(path: str, fields: Sequence[StructField], run_id: int | None = None) -> list[tuple]:
+    """A Delta table's rows at its latest version as comparable tuples of `fields`, those of run
+    `run_id` only if given. Read with delta-rs on the driver: the runner checks a case's few rows
+    without a Spark job of its own (two a run, before), so Spark runs only what a run runs."""
+    table = delta_log.table(path, delta_log.version(path)).to_pyarrow_table()
+    if run_id is not None:
+        table = table.filter(pc.equal(table.column(RUN_ID_COLUMN), run_id))
+    columns = [[_to_python(v, f.dataType) for v in table.column(f.name).to_pylist()] for f in fields]
+    return list(zip(*columns)) if columns else [()] * table.num_rows
 
 
 def _rows(values: Iterable[Sequence[Any]], types: Sequence[DataType]) -> Counter:
@@ -107,24 +111,24 @@ class CaseRunner:
             actions = delta_log.write_small(table, spec.location, tag=f"input{run_index}")
             delta_log.commit(spec.location, actions, typed, app_id="conformance", run_id=run_index, metadata={})
 
-    def result(self) -> DataFrame:
-        files = delta_log.data_files(self.tables.result, delta_log.version(self.tables.result))
-        schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"])
-        return file_reads.read(self.spark, files, schema)
-
-    def _result_schema(self) -> StructType:
+    def result_fields(self) -> list[StructField]:
+        """The result's columns (none before its first run)."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        return from_arrow_schema(delta_log.table_schema(self.tables.result))
+        if not delta_log.exists(self.tables.result):
+            return []
+        return [f for f in from_arrow_schema(delta_log.table_schema(self.tables.result)).fields if f.name != "_bucket"]
+
+    def result(self) -> list[tuple]:
+        """The result's rows as comparable tuples (in the order of `result_fields`)."""
+        return _table_rows(self.tables.result, self.result_fields()) if delta_log.exists(self.tables.result) else []
 
     def changelog(self, run_id: int | None) -> list[tuple[str, tuple]]:
+        """The changelog run `run_id` emitted: (row kind, row) pairs."""
         if run_id is None or not delta_log.exists(self.tables.changelog):
             return []
-        files = delta_log.data_files(self.tables.changelog, delta_log.version(self.tables.changelog))
-        schema = StructType([f for f in self._result_schema().fields if f.name != "_bucket"]
-                            + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
-        df = file_reads.read(self.spark, files, schema).where(F.col(RUN_ID_COLUMN) == run_id).drop(RUN_ID_COLUMN)
-        return [(r[-1], r[:-1]) for r in _collect(df)]
+        fields = [*self.result_fields(), StructField(ROW_KIND_COLUMN, StringType())]
+        return [(r[-1], r[:-1]) for r in _table_rows(self.tables.changelog, fields, run_id)]
 
     def versions(self) -> dict[str, int | None]:
         return {p: delta_log.version(p) for p in self.tables.all_tables()}
@@ -148,11 +152,11 @@ class CaseRunner:
                 break
             if "expect_error" in run:
                 problems.append(f"run {i}: expected an error containing {run['expect_error']!r}")
-            result = _collect(self.result()) if delta_log.exists(self.tables.result) else []
+            result = self.result()
             changelog = self.changelog(report.run_id)
             out_runs.append({"result": [[_to_json(v) for v in r] for r in result],
                              "changelog": [[k, [_to_json(v) for v in r]] for k, r in changelog]})
-            types = [f.dataType for f in self._result_schema().fields if f.name != "_bucket"] if delta_log.exists(self.tables.result) else []
+            types = [f.dataType for f in self.result_fields()]
             if "expect_result" in run and types:
                 want = _rows(run["expect_result"], types)
                 if Counter(result) != want:

@@ -15,7 +15,7 @@ import pytest
 
 from streamjoin import ConcurrentRunError
 from streamjoin.storage import delta_log
-from streamjoin.conformance import CaseRunner, _collect
+from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.run import Run, run_once
 
 CASE = {
@@ -33,7 +33,7 @@ BATCHES = [
 
 def tables_of(runner: CaseRunner, run_id: int) -> dict[str, Counter]:
     runs = delta_log.data_files(runner.tables.runs, delta_log.version(runner.tables.runs))
-    return {"result": Counter(_collect(runner.result())), "changelog": Counter(runner.changelog(run_id)),
+    return {"result": Counter(runner.result()), "changelog": Counter(runner.changelog(run_id)),
             "run log files": len(runs)}
 
 
