@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-from .conformance import CaseRunner, _collect
+from .conformance import CaseRunner
 from .runtime.run import run_once
 from .session import local_session
 
@@ -47,7 +47,7 @@ def main() -> None:
                 print(f"  in  {name:7} {kind} {tuple(row)}")
         for kind, row in runner.changelog(report.run_id):
             print(f"  out {kind} {row}")
-        print("  result:", sorted(_collect(runner.result())), "\n")
+        print("  result:", sorted(runner.result()), "\n")
     print(f"Delta tables under {root}")
 
 
