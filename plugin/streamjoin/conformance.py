@@ -17,7 +17,6 @@ from decimal import Decimal
 from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, StringType,
                                StructField, StructType, TimestampType)
@@ -62,9 +61,7 @@ def _table_rows(path: str, fields: Sequence[StructField], run_id: int | None = N
     """A Delta table's rows at its latest version as comparable tuples of `fields`, those of run
     `run_id` only if given. Read with delta-rs on the driver: the runner checks a case's few rows
     without a Spark job of its own (two a run, before), so Spark runs only what a run runs."""
-    table = delta_log.table(path, delta_log.version(path)).to_pyarrow_table()
-    if run_id is not None:
-        table = table.filter(pc.equal(table.column(RUN_ID_COLUMN), run_id))
+    table = delta_log.table(path).to_pyarrow_table(filters=None if run_id is None else [(RUN_ID_COLUMN, "=", run_id)])
     columns = [[_to_python(v, f.dataType) for v in table.column(f.name).to_pylist()] for f in fields]
     return list(zip(*columns)) if columns else [()] * table.num_rows
 
@@ -119,16 +116,20 @@ class CaseRunner:
             return []
         return [f for f in from_arrow_schema(delta_log.table_schema(self.tables.result)).fields if f.name != "_bucket"]
 
-    def result(self) -> list[tuple]:
-        """The result's rows as comparable tuples (in the order of `result_fields`)."""
-        return _table_rows(self.tables.result, self.result_fields()) if delta_log.exists(self.tables.result) else []
+    def result(self, fields: Sequence[StructField] | None = None) -> list[tuple]:
+        """The result's rows as comparable tuples of `fields` (by default `result_fields()`, read once
+        more: a caller reading several tables of one run passes them)."""
+        fields = self.result_fields() if fields is None else fields
+        return _table_rows(self.tables.result, fields) if fields else []
 
-    def changelog(self, run_id: int | None) -> list[tuple[str, tuple]]:
-        """The changelog run `run_id` emitted: (row kind, row) pairs."""
-        if run_id is None or not delta_log.exists(self.tables.changelog):
+    def changelog(self, run_id: int | None, fields: Sequence[StructField] | None = None) -> list[tuple[str, tuple]]:
+        """The changelog run `run_id` emitted: (row kind, row) pairs of `fields` (as `result`); the
+        read skips the files of other runs by their statistics."""
+        fields = self.result_fields() if fields is None else fields
+        if run_id is None or not fields:  # no result yet: no changelog either (a run writes both)
             return []
-        fields = [*self.result_fields(), StructField(ROW_KIND_COLUMN, StringType())]
-        return [(r[-1], r[:-1]) for r in _table_rows(self.tables.changelog, fields, run_id)]
+        with_kind = [*fields, StructField(ROW_KIND_COLUMN, StringType())]
+        return [(r[-1], r[:-1]) for r in _table_rows(self.tables.changelog, with_kind, run_id)]
 
     def versions(self) -> dict[str, int | None]:
         return {p: delta_log.version(p) for p in self.tables.all_tables()}
@@ -152,11 +153,12 @@ class CaseRunner:
                 break
             if "expect_error" in run:
                 problems.append(f"run {i}: expected an error containing {run['expect_error']!r}")
-            result = self.result()
-            changelog = self.changelog(report.run_id)
+            fields = self.result_fields()
+            result = self.result(fields)
+            changelog = self.changelog(report.run_id, fields)
             out_runs.append({"result": [[_to_json(v) for v in r] for r in result],
                              "changelog": [[k, [_to_json(v) for v in r]] for k, r in changelog]})
-            types = [f.dataType for f in self.result_fields()]
+            types = [f.dataType for f in fields]
             if "expect_result" in run and types:
                 want = _rows(run["expect_result"], types)
                 if Counter(result) != want:
