@@ -27,10 +27,10 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DateType, Deci
                                IntegerType, LongType, ShortType, StringType, StructType, TimestampNTZType,
                                TimestampType)
 
-from .writes import MERGE_BUCKET as BUCKET
-from .writes import MERGE_URI as URI
-from .writes import MERGE_WEIGHT as WEIGHT
-from .writes import MergeSpec, merge_column
+from .write_specs import MERGE_BUCKET as BUCKET
+from .write_specs import MERGE_URI as URI
+from .write_specs import MERGE_WEIGHT as WEIGHT
+from .write_specs import MergeSpec, merge_column
 
 EXAMPLES = 3  # unapplied retractions noted per task
 COMPARED = 10_000  # stored rows a bucket's retractions may be compared with before it is merged whole

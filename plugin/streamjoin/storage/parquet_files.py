@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from .file_stats import file_stats
 from .filesystem import filesystem as storage_filesystem
-from .writes import NOTE, TARGET, VALUE, TargetSpec
+from .write_specs import NOTE, TARGET, VALUE, TargetSpec
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -101,7 +101,7 @@ FILE_ROWS_SCHEMA = pa.schema([("target", pa.int32()), ("path", pa.string()), ("s
 
 def report(files: Sequence[tuple[int, OpenFile]], sums: dict[int, int],
            notes: Sequence[tuple[int, str]]) -> pa.RecordBatch:
-    """What a task returns (`writes.FILE_ROWS`): a row per file it wrote (each closed here), per counter
+    """What a task returns (`write_specs.FILE_ROWS`): a row per file it wrote (each closed here), per counter
     and per note."""
     out: dict[str, list] = {name: [] for name in FILE_ROWS_SCHEMA.names}
     for target, f in files:
