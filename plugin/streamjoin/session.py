@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from . import class_archive, logs
+from . import class_archive, logs, warm_up
 
 DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -59,6 +59,7 @@ def local_session(*, master: str | None = None, conf: Mapping[str, str] | None =
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     apply_runtime_defaults(spark)
+    warm_up.start(spark)
     return spark
 
 

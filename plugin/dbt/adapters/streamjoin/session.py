@@ -152,6 +152,9 @@ def _start(plan: SessionPlan) -> "SparkSession":
         builder = builder.enableHiveSupport()
     logger.debug(f"Starting SparkSession: {conf}")
     spark = builder.getOrCreate()
+    from streamjoin import warm_up
+
+    warm_up.start(spark)  # while dbt reads its relations and compiles the first model
 
     warehouse = spark.conf.get("spark.sql.warehouse.dir", None)
     wanted = plan.conf.get("spark.sql.warehouse.dir")
