@@ -117,8 +117,8 @@ class CaseRunner:
         return [f for f in from_arrow_schema(delta_log.table_schema(self.tables.result)).fields if f.name != "_bucket"]
 
     def result(self, fields: Sequence[StructField] | None = None) -> list[tuple]:
-        """The result's rows as comparable tuples of `fields` (by default `result_fields()`, read once
-        more: a caller reading several tables of one run passes them)."""
+        """The result's rows as comparable tuples of `fields` (default: `result_fields()`; a caller that
+        also reads the changelog passes them to both, and the schema is read once)."""
         fields = self.result_fields() if fields is None else fields
         return _table_rows(self.tables.result, fields) if fields else []
 
