@@ -12,7 +12,7 @@ import pytest
 import streamjoin
 
 PLUGIN = Path(streamjoin.__file__).resolve().parents[1]
-#: Modules a task's writer or a DAG file has no use for: the SQL front end, the run protocol, Spark's SQL API.
+#: Modules a task's writer or a DAG file has no use for: the SQL front end and the run protocol.
 DRIVER_ONLY = ("sqlglot", "streamjoin.sql.compiler", "streamjoin.runtime.run", "streamjoin.operators.regular")
 
 

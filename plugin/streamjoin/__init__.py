@@ -1,8 +1,8 @@
 """streamjoin: declarative streaming joins with Flink's semantics on Spark, state in Delta.
 
 The public API below is imported on first use (PEP 562): a process that needs one submodule, such as
-a Spark task's Parquet writer on an executor, does not import the SQL compiler, the run protocol and
-PySpark's SQL API with it (0.7 s in every fresh Python worker, measured)."""
+a Spark task's Parquet writer on an executor or an Airflow DAG file, does not import the SQL compiler
+and the run protocol with it (measured: 0.3 s in every fresh Python worker, 0.6 s in every DAG parse)."""
 from __future__ import annotations
 
 from importlib import import_module

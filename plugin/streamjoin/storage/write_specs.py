@@ -1,6 +1,6 @@
 """What the write pass's tasks and the driver agree on (`writes`): the wide frame's columns, the rows
-a task returns, and the specs of a task's tables. Executors import this, not the driver's writer: a
-fresh Python worker so imports pyarrow only, not delta-rs or PySpark's SQL API."""
+a task returns, and the specs of a task's tables. Executors import this, not the driver's writer, so
+a fresh Python worker's writer imports neither delta-rs nor the driver's side of the write pass."""
 from __future__ import annotations
 
 from dataclasses import dataclass
