@@ -2,7 +2,8 @@
 
 The public API below is imported on first use (PEP 562): a process that needs one submodule, such as
 a Spark task's Parquet writer on an executor or an Airflow DAG file, does not import the SQL compiler
-and the run protocol with it (measured: 0.3 s in every fresh Python worker, 0.6 s in every process that loads the DAG file)."""
+and the run protocol with it (measured: 0.3 s in every fresh Python worker, 0.6 s in every process
+that loads the DAG file)."""
 from __future__ import annotations
 
 from importlib import import_module
