@@ -18,4 +18,5 @@ def test_an_application_is_warmed_up_once_by_a_job_that_no_run_counts(spark):
     tracker = spark.sparkContext.statusTracker()
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(warm_up.JOB_GROUP)]
     assert jobs and {job.status for job in jobs} == {"SUCCEEDED"}
-    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") != warm_up.JOB_GROUP  # the caller's thread keeps its own
+    # the warm-up set its group in its own thread; the caller's keeps its own
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") != warm_up.JOB_GROUP
