@@ -83,7 +83,7 @@ def test_a_temporal_join_takes_changes_on_both_sides():
     assert "state j1_probes: orders AS o: probes the watermark has not passed yet" in text
     assert "state j1_versions: prices AS p: per key, the versions a future probe can still select" in text
     inputs = section(text, "inputs")
-    assert "orders: changelog_format append; event time ts; inserts, updates and deletes" in inputs
+    assert "orders: changelog_format append; event time ts; inserts only" in inputs
     assert "prices: changelog_format upsert; event time ts; inserts, updates and deletes" in inputs
 
 
@@ -194,4 +194,4 @@ def test_a_lookup_join_keeps_no_state_and_says_what_it_looks_up():
     assert "consolidates all of them (no ON key compares with a dimension column as declared)" in describe(
         compile_sql("m", computed, {"clicks": probes, "prices": PRICES}, ModelConfig()))
     assert "j1: keeps no state" in section(text, "retention")
-    assert "clicks: changelog_format append; must be append-only: it is the probe side" in section(text, "inputs")
+    assert "clicks: changelog_format append; inserts only" in section(text, "inputs")

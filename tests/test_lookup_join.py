@@ -12,6 +12,7 @@ ships none, and Flink joins by processing time only against a table that serves 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from scenario import assert_ok, cases_pass, compile_error, input_specs
 from streamjoin.conformance import CaseRunner, run_case
 from streamjoin.runtime.run import run_once
 from streamjoin.errors import ConfigError
+from streamjoin.explain import describe
 from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
 
@@ -37,6 +39,13 @@ def case(name: str, sql: str, runs: list[tuple[dict, list]], **inputs: Any) -> d
     """Runs are (changes as {input: [changes]}, rows the run must emit)."""
     return {"name": name, "sql": sql, "inputs": {"orders": ORDERS, "customers": CUSTOMERS, **inputs},
             "runs": [{"changes": changes, "expect_changelog": [["+I", r] for r in emitted]} for changes, emitted in runs]}
+
+
+def retracting(name: str, sql: str, runs: list[tuple[dict, list]], **inputs: Any) -> dict:
+    """A case whose probe input is a changelog; runs are (changes, the signed rows the run must emit)."""
+    return {"name": name, "sql": sql, "inputs": {"orders": {**ORDERS, "changelog_format": "changelog"},
+                                                  "customers": CUSTOMERS, **inputs},
+            "runs": [{"changes": changes, "expect_changelog": emitted} for changes, emitted in runs]}
 
 
 def ins(*row: Any) -> list:
@@ -68,9 +77,43 @@ SCENARIOS = [
              ({"customers": [["-D", [1, "a"]], ins(1, "b")]}, []),
              ({"notes": [ins(10, "n")]}, [[10, "n", "b"]]),
          ], notes={"columns": [["id", "int"], ["note", "string"]], "changelog_format": "append"}),
-    {**case("a-retraction-of-a-probe-row-fails-the-run", INNER, [], orders={**ORDERS, "changelog_format": "changelog"}),
+    # a probe side that retracts: a retraction retracts what its row's insertion emitted (Flink's TRY_RESOLVE)
+    retracting("a-retraction-retracts-what-the-insertion-emitted-though-the-dimension-changed", INNER, [
+        ({"customers": [ins(1, "a")], "orders": [ins(10, 1), ins(11, 1)]}, [["+I", [10, "a"]], ["+I", [11, "a"]]]),
+        ({"customers": [["-D", [1, "a"]], ins(1, "b")], "orders": [["-D", [10, 1]], ins(12, 1)]},
+         [["-D", [10, "a"]], ["+I", [12, "b"]]]),
+        ({"orders": [["-U", [11, 1]], ["+U", [11, 2]], ["-D", [12, 1]]]}, [["-D", [11, "a"]], ["-D", [12, "b"]]]),
+    ]),
+    retracting("copies-of-a-row-are-retracted-latest-first-and-null-padded-rows-too", LEFT, [
+        ({"customers": [ins(1, "a")], "orders": [ins(10, 1), ins(13, 5)]}, [["+I", [10, "a"]], ["+I", [13, None]]]),
+        ({"customers": [["-D", [1, "a"]], ins(1, "b"), ins(5, "e")], "orders": [ins(10, 1), ins(10, 1)]},
+         [["+I", [10, "b"]], ["+I", [10, "b"]]]),
+        ({"orders": [["-D", [10, 1]], ["-D", [10, 1]], ["-D", [13, 5]]]},
+         [["-D", [10, "b"]], ["-D", [10, "b"]], ["-D", [13, None]]]),
+        ({"orders": [["-D", [10, 1]], ins(10, 1)]}, []),  # the retraction and the insertion cancel in the run
+        ({"orders": [["-D", [10, 1]]]}, [["-D", [10, "a"]]]),
+    ]),
+    retracting("an-insertion-that-joined-nothing-is-retracted-with-nothing", INNER, [
+        ({"orders": [ins(10, 1)]}, []),
+        ({"customers": [ins(1, "a")], "orders": [["-D", [10, 1]], ins(10, 1)]}, []),
+        ({"orders": [["-D", [10, 1]]]}, []),
+        ({"orders": [ins(10, 1)]}, [["+I", [10, "a"]]]),
+    ]),
+    retracting("an-upsert-probe-updates-its-row-with-the-dimension-of-the-update-s-run", LEFT, [
+        ({"customers": [ins(1, "a")], "orders": [ins(10, 1)]}, [["+I", [10, "a"]]]),
+        ({"customers": [ins(2, "b"), ["-D", [1, "a"]]], "orders": [["+U", [10, 2]]]},
+         [["-D", [10, "a"]], ["+I", [10, "b"]]]),
+        ({"orders": [["+U", [10, 1]]]}, [["-D", [10, "b"]], ["+I", [10, None]]]),
+    ], orders={**ORDERS, "changelog_format": "upsert", "unique_key": ["id"]}),
+    {**retracting("a-retraction-of-a-row-never-inserted-fails-the-run", INNER, []),
      "runs": [{"changes": {"orders": [ins(10, 1)], "customers": [ins(1, "a")]}},
-              {"changes": {"orders": [["-D", [10, 1]]]}, "expect_error": "its probe side must be append-only"}]},
+              {"changes": {"orders": [["-D", [10, 1]], ["-D", [10, 1]]]},
+               "expect_error": "retracts the probe row {\"id\":10,\"cust\":1} 2 time(s) while 1 insertion(s) of it are live"}]},
+    {**retracting("with-on-missing-retraction-ignore-a-retraction-takes-the-live-insertions-only", LEFT, [
+        ({"orders": [ins(10, 1)], "customers": [ins(1, "a")]}, [["+I", [10, "a"]]]),
+        ({"orders": [["-D", [10, 1]], ["-D", [10, 1]], ["-D", [11, 1]]]}, [["-D", [10, "a"]]]),
+        ({"orders": [ins(10, 1)]}, [["+I", [10, "a"]]]),
+    ]), "config": {"on_missing_retraction": "ignore"}},
 ]
 
 
@@ -95,6 +138,17 @@ def test_explain_names_the_lookup_join():
     assert "left lookup join j1 ON `o__cust` = `c__id` FOR SYSTEM_TIME AS OF o__pt (processing time" in text
 
 
+def test_explain_shows_the_emitted_rows_only_for_a_probe_side_that_may_retract():
+    appending = describe(compile_sql("m", LEFT, _specs()))
+    retracting = describe(compile_sql("m", LEFT, {**_specs(), "orders": InputSpec.from_dict(
+        "orders", {**ORDERS, "changelog_format": "changelog"})}))
+    assert "state j1_emitted" not in appending and "lookup operator" in appending
+    assert "state j1_emitted: orders AS o: per probe row and run, the rows its insertions emitted" in retracting
+    assert "orders: changelog_format changelog; inserts, updates and deletes" in retracting
+    assert "j1: an insertion's emitted rows stay until it is retracted" in retracting
+    assert "j1: keeps no state" in appending
+
+
 @pytest.mark.parametrize("sql, config, message", [
     (LEFT.replace("LEFT JOIN", "RIGHT JOIN"), {}, "a RIGHT lookup join is not supported"),
     (LEFT.replace("AS OF o.pt", "AS OF o.id"), {}, "the probe input 'orders' declares no event_time"),
@@ -113,10 +167,12 @@ def test_proc_time_must_not_name_a_column_the_input_holds():
 
 # -- property: the rule, computed in Python ---------------------------------------------------------
 @st.composite
-def changelogs(draw) -> list[dict]:
+def changelogs(draw, retracting: bool = False) -> list[dict]:
     """Runs of dimension changes (inserts, duplicates, NULL keys, updates as -U/+U, deletes) and probe
-    rows, at random run boundaries."""
+    rows, at random run boundaries; with `retracting`, probe rows are also deleted and updated (-U/+U),
+    some of them duplicates inserted in other runs."""
     live: list[list] = []
+    probes_live: list[list] = []
     runs = []
     for _ in range(draw(st.integers(2, 4))):
         changes: dict[str, list] = {}
@@ -133,34 +189,82 @@ def changelogs(draw) -> list[dict]:
                 new = [draw(st.sampled_from([1, 2, None])), draw(st.sampled_from("abc"))]
                 live.append(new)
                 changes.setdefault("customers", []).append(["+I", new])
-        probes = [ins(draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3, None]))) for _ in range(draw(st.integers(0, 4)))]
-        if probes:
-            changes["orders"] = probes
+        for _ in range(draw(st.integers(0, 4))):
+            if retracting and probes_live and draw(st.booleans()):
+                old = probes_live.pop(draw(st.integers(0, len(probes_live) - 1)))
+                if draw(st.booleans()):
+                    changes.setdefault("orders", []).append(["-D", old])
+                else:
+                    new = [old[0], draw(st.sampled_from([1, 2, 3, None]))]
+                    probes_live.append(new)
+                    changes.setdefault("orders", []).extend([["-U", old], ["+U", new]])
+            elif retracting and probes_live and draw(st.booleans()):  # a copy of a live row
+                new = list(draw(st.sampled_from(probes_live)))
+                probes_live.append(new)
+                changes.setdefault("orders", []).append(ins(*new))
+            else:
+                new = [draw(st.integers(0, 3)), draw(st.sampled_from([1, 2, 3, None]))]
+                probes_live.append(new)
+                changes.setdefault("orders", []).append(ins(*new))
         runs.append({"changes": changes})
     return runs
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
-@given(runs=changelogs(), left=st.booleans())
-def test_each_probe_row_joins_the_dimension_as_its_run_leaves_it(spark, runs, left):
-    sql = (LEFT if left else INNER) + " AND c.name <> 'c'"
-    outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "inputs": {"orders": ORDERS, "customers": CUSTOMERS},
-                               "runs": runs})
-    assert_ok(outcome)
+def expected_changelogs(runs: list[dict], left: bool) -> list[Counter]:
+    """Per run, the signed rows the rule emits: a probe row's insertions join the dimension as the run
+    leaves it; its retractions retract what its latest live insertions emitted (a run's changes of a
+    row count by their sum)."""
     dimension: list[list] = []
-    for i, (run, got) in enumerate(zip(runs, outcome["runs"])):
+    emitted: dict[tuple, list[list[tuple]]] = {}  # probe row -> what each live insertion emitted, oldest first
+    out = []
+    for run in runs:
         for kind, row in run["changes"].get("customers", []):
             if kind in ("+I", "+U"):
                 dimension.append(row)
             else:
                 dimension.remove(row)
-        expected = []
-        for _, (oid, cust) in run["changes"].get("orders", []):
+        net: Counter = Counter()
+        for kind, row in run["changes"].get("orders", []):
+            net[tuple(row)] += 1 if kind in ("+I", "+U") else -1
+        change: Counter = Counter()
+        for (oid, cust), n in net.items():
             names = [name for key, name in dimension if cust is not None and key == cust and name != "c"]
-            expected += [(oid, n) for n in names] or ([(oid, None)] if left else [])
-        emitted = sorted((tuple(r) for k, r in got["changelog"]), key=repr)
-        assert all(k == "+I" for k, _ in got["changelog"]), got["changelog"]
-        assert emitted == sorted(expected, key=repr), f"run {i}: {emitted} != {expected}\nruns: {json.dumps(runs)}"
+            rows = [(oid, name) for name in names] or ([(oid, None)] if left else [])
+            stack = emitted.setdefault((oid, cust), [])
+            for _ in range(n):
+                stack.append(rows)
+                change.update(rows)
+            for _ in range(-n):
+                change.subtract(stack.pop())
+        out.append(Counter({r: c for r, c in change.items() if c}))
+    return out
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=changelogs(), left=st.booleans())
+def test_each_probe_row_joins_the_dimension_as_its_run_leaves_it(spark, runs, left):
+    check_property(spark, runs, left, ORDERS)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=changelogs(retracting=True), left=st.booleans())
+def test_a_retraction_retracts_what_the_latest_insertion_of_its_row_emitted(spark, runs, left):
+    check_property(spark, runs, left, {**ORDERS, "changelog_format": "changelog"})
+
+
+def check_property(spark, runs: list[dict], left: bool, orders: dict) -> None:
+    sql = (LEFT if left else INNER) + " AND c.name <> 'c'"
+    outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "inputs": {"orders": orders, "customers": CUSTOMERS},
+                               "runs": runs})
+    assert_ok(outcome)
+    for i, (expected, got) in enumerate(zip(expected_changelogs(runs, left), outcome["runs"])):
+        emitted: Counter = Counter()
+        for kind, row in got["changelog"]:
+            emitted[tuple(row)] += 1 if kind in ("+I", "+U") else -1
+        assert Counter({r: c for r, c in emitted.items() if c}) == expected, \
+            f"run {i}: {emitted} != {expected}\nruns: {json.dumps(runs)}"
+        if orders.get("changelog_format") == "append":
+            assert all(k == "+I" for k, _ in got["changelog"]), got["changelog"]
 
 
 def test_a_run_consolidates_only_the_dimension_rows_of_the_keys_its_probes_look_up(spark, tmp_path):
@@ -184,8 +288,6 @@ def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(sp
     """The entry point generated model code calls, with relation names as dbt renders them: a lookup join
     against an upsert dimension (sequence column and delete flag), and a window self-join of the probe
     input; each publishes its result and a `__batch` view Spark can read."""
-    from collections import Counter
-
     import pyarrow as pa
     from deltalake import write_deltalake
 
@@ -228,12 +330,55 @@ def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(sp
     assert fired == Counter({(1, 1): 1, (2, 2): 1}) and batch == fired  # the batch keeps the fired windows too
 
 
+@pytest.mark.parametrize("fmt", ["changelog", "upsert"])
+def test_with_a_retracting_probe_the_batch_view_gives_the_rows_the_runs_kept(spark, tmp_path, fmt):
+    """A probe input that updates and deletes its rows (copies of a row inserted in different runs
+    among them): after every run the `__batch` view holds what the model's result holds, each live
+    row with the time and the dimension of the run that read its latest live insertion."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjoin.api import run_model
+
+    orders, customers = str(tmp_path / "orders"), str(tmp_path / "customers")
+    upsert = fmt == "upsert"
+    probe_runs = [  # (id, cust, row kind); an upsert input's row replaces its id's and `deleted` deletes it
+        [(1, 10, "+I"), (2, 10, "+I"), (3, 20, "+I")],
+        [(1, 10, "-D"), (4, 10, "+I")] + ([(2, 20, "+U")] if upsert else [(2, 10, "+I"), (3, 20, "-D")]),
+        [(2, 10, "-D"), (3, 10, "+U"), (5, 20, "+I")] if upsert else [(2, 10, "-D"), (5, 20, "+I")],
+        [(1, 10, "+I"), (4, 10, "+I")] if upsert else [(1, 10, "+I"), (4, 10, "-D"), (4, 11, "+I")],
+    ]
+    names = [["a"], ["b"], ["c"], ["d"]]
+    spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+    declared = ({"changelog_format": "upsert", "unique_key": ["id"], "delete_column": "deleted"} if upsert else
+                {"changelog_format": "changelog"})
+    inputs = {"orders": {"relation": "shop.orders", "location": orders, "proc_time": "pt", **declared},
+              "customers": {"relation": "shop.customers", "location": customers, "changelog_format": "upsert",
+                            "unique_key": ["cid"]}}
+    sql = ("SELECT o.id, o.cust, c.name, o.pt FROM shop.orders o LEFT JOIN shop.customers FOR SYSTEM_TIME AS OF o.pt "
+           "AS c ON o.cust = c.cid")
+    for changes, (name,) in zip(probe_runs, names):
+        rows = {"id": [r[0] for r in changes], "cust": [r[1] for r in changes]}
+        if upsert:
+            rows["deleted"] = [r[2] == "-D" for r in changes]
+        else:
+            rows["_row_kind"] = [r[2] for r in changes]
+        write_deltalake(orders, pa.table(rows), mode="append")
+        write_deltalake(customers, pa.table({"cid": [10, 20], "name": [name, name + name]}), mode="append")
+        run_model(spark, name="lkc", sql=sql, inputs=inputs, config={}, root=str(tmp_path / "models"),
+                  relation="shop.lkc")
+        result = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkc").collect())
+        assert Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkc__batch").collect()) == result
+    # the rows each live insertion joined: its run's customer name
+    expected = ({(3, 10, "c"), (5, 20, "cc"), (1, 10, "d"), (4, 10, "b")} if upsert else
+                {(2, 10, "a"), (5, 20, "cc"), (1, 10, "d"), (4, 11, None)})
+    assert Counter((i, c, n) for i, c, n, _ in result.elements()) == Counter(expected)
+
+
 def test_a_rebuilt_lookup_model_s_batch_view_gives_its_rows_the_times_of_the_rebuild_s_runs(spark, tmp_path):
     """The rebuild reads every probe row again at its own runs' times, against the dimension as those
     runs read it; after the swap the `__batch` view does the same (it did not: it kept the times of
     the model's runs before the swap, and the dimension as they read it)."""
-    from collections import Counter
-
     import pyarrow as pa
     from deltalake import write_deltalake
 

@@ -13,8 +13,9 @@ the watermark:
   history is the table as the model first read it, then its change data feed); and the ON
   condition gains `valid from <= probe time < valid to`, so a probe row joins the version valid
   at its time, or is null-padded under LEFT JOIN;
-- a lookup join: an input with a processing-time column gives its rows (insertions: a probe side
-  only inserts) with the time of the run that read them, from the run log; the dimension becomes its
+- a lookup join: an input with a processing-time column gives its live rows, each with the time of
+  the run that read its insertion, from the run log (a retraction takes a row's latest live
+  insertion, as the join's state does, `processing_time_sql`); the dimension becomes its
   snapshot at the version each run read to, valid from that run's time until the next run's, and
   the join's ON condition gains that validity as a temporal join's does. A lookup whose probe side
   is a join (Flink accepts it too) looks up when the join emits a row: where that side is inner joins
@@ -229,10 +230,7 @@ def run_versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str,
     read = (f"SELECT e.*, r.{RUN_TIME}, r.{NEXT_RUN_TIME}, r.run_id AS `__run` FROM ({_history(spark, spec, offsets)}) e "
             f"JOIN ({runs}) r ON e.{q(formats.LOG_VERSION)} <= r.{RUN_OFFSETS}[{text(spec.name)}].`end`")
     if spec.changelog_format == "upsert":  # per run, each key's newest row unless deleted
-        key = ", ".join(q(k) for k in spec.unique_key)
-        order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + f"{q(formats.LOG_ORDER)} DESC"
-        rows = (f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY `__run`, {key} ORDER BY {order}) AS `__n` "
-                f"FROM ({read})) WHERE `__n` = 1 AND {kind} <> '-D'")
+        rows = f"SELECT * FROM ({_newest_per_run(spec, read)}) WHERE {kind} <> '-D'"
     else:  # per run, each row as many times as its changes add up to
         weight = f"SUM(CASE WHEN {kind} IN ('+I', '+U') THEN 1 ELSE -1 END)"
         rows = (f"SELECT * FROM (SELECT {columns}, {RUN_TIME}, {NEXT_RUN_TIME}, {weight} AS `__weight` FROM ({read}) "
@@ -244,19 +242,52 @@ def run_versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str,
 
 def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], runs: str,
                         read_time: bool = False) -> str:
-    """SQL for the rows of an input, each with the time of the run that read it: as its processing-time
-    column, and as `READ_TIME` too when `read_time`. Its insertions only: a lookup join's probe side
-    only inserts (a retraction fails the run), and so does an `append` input."""
-    columns = ", ".join(f"e.{q(c)}" for c in spec.column_names)
+    """SQL for the live rows of an input, each with the time of the run that read its insertion: as
+    its processing-time column, and as `READ_TIME` too when `read_time`. A run's changes of a row
+    count by their sum, and a retraction takes the row's latest live insertion, as a lookup join's
+    state does (`operators.lookup`); an `upsert` input's row is live while it is its key's newest
+    and was read when it last became so."""
+    columns = ", ".join(q(c) for c in spec.column_names)
     if offsets["end"] is None:
         empty = snapshot_sql(spark, spec, None)
         return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(READ_TIME)} FROM ({empty})" if read_time else empty
     read = f"r.{RUN_OFFSETS}[{text(spec.name)}]"
+    runs_read = (f"SELECT e.*, r.run_id AS `__run`, r.{RUN_TIME} FROM ({_history(spark, spec, offsets)}) e JOIN ({runs}) r "
+                 f"ON e.{q(formats.LOG_VERSION)} > coalesce({read}.`start`, -1) AND e.{q(formats.LOG_VERSION)} <= {read}.`end`")
+    kind = q(formats.LOG_KIND)
+    if spec.changelog_format == "upsert":
+        key = ", ".join(q(k) for k in spec.unique_key)
+        by_key = f"PARTITION BY {key} ORDER BY `__run`"
+        changed = (f"lag(named_struct('kind', {kind}, 'row', named_struct({_pairs(spec)}))) OVER ({by_key}) "
+                   f"IS DISTINCT FROM named_struct('kind', {kind}, 'row', named_struct({_pairs(spec)}))")
+        marked = (f"SELECT *, max(CASE WHEN {changed} THEN {RUN_TIME} END) OVER ({by_key} ROWS UNBOUNDED PRECEDING) "
+                  f"AS `__since`, row_number() OVER (PARTITION BY {key} ORDER BY `__run` DESC) AS `__last` "
+                  f"FROM ({_newest_per_run(spec, runs_read)})")
+        live = f"SELECT {columns}, `__since` AS `__time` FROM ({marked}) WHERE `__last` = 1 AND {kind} <> '-D'"
+    else:
+        net = (f"SELECT {columns}, `__run`, {RUN_TIME}, SUM(CASE WHEN {kind} IN ('+I', '+U') THEN 1 ELSE -1 END) "
+               f"AS `__n` FROM ({runs_read}) GROUP BY {columns}, `__run`, {RUN_TIME}")
+        level = f"SELECT *, SUM(`__n`) OVER (PARTITION BY {columns} ORDER BY `__run` ROWS UNBOUNDED PRECEDING) AS `__level` FROM ({net})"
+        floor = (f"SELECT *, MIN(`__level`) OVER (PARTITION BY {columns} ORDER BY `__run` ROWS BETWEEN CURRENT ROW AND "
+                 f"UNBOUNDED FOLLOWING) AS `__floor` FROM ({level})")
+        kept = "CAST(least(`__n`, greatest(0, `__floor` - (`__level` - `__n`))) AS INT)"  # the run's insertions still live
+        live = (f"SELECT {columns}, {RUN_TIME} AS `__time` FROM ({floor}) "
+                f"LATERAL VIEW explode(array_repeat(1, {kept})) `__copies` AS `__copy` WHERE `__n` > 0")
     times = [q(name) for name in (spec.proc_time, READ_TIME if read_time else None) if name]
-    return (f"SELECT {columns}, " + ", ".join(f"timestamp_millis(r.{RUN_TIME}) AS {t}" for t in times) + " "
-            f"FROM ({_history(spark, spec, offsets)}) e JOIN ({runs}) r "
-            f"ON e.{q(formats.LOG_VERSION)} > coalesce({read}.`start`, -1) AND e.{q(formats.LOG_VERSION)} <= {read}.`end` "
-            f"WHERE e.{q(formats.LOG_KIND)} IN ('+I', '+U')")
+    return f"SELECT {columns}, " + ", ".join(f"timestamp_millis(`__time`) AS {t}" for t in times) + f" FROM ({live})"
+
+
+def _pairs(spec: InputSpec) -> str:
+    return ", ".join(f"{text(c)}, {q(c)}" for c in spec.column_names)
+
+
+def _newest_per_run(spec: InputSpec, rows: str) -> str:
+    """SQL: of an `upsert` input's `rows` (with the run `__run` that read them), each key's newest per
+    run (by its sequence column, then log order), as the run reads its key's row."""
+    key = ", ".join(q(k) for k in spec.unique_key)
+    order = (f"{q(spec.sequence_column)} DESC, " if spec.sequence_column else "") + f"{q(formats.LOG_ORDER)} DESC"
+    return (f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY `__run`, {key} ORDER BY {order}) AS `__n` "
+            f"FROM ({rows})) WHERE `__n` = 1")
 
 
 def versions_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[str, Any], keys: Sequence[str]) -> str:

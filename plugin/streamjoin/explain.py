@@ -13,7 +13,7 @@ import datetime as dt
 import posixpath
 
 from .errors import PlanChangedError
-from .operators.lookup import dimension_keys
+from .operators.lookup import EMITTED, dimension_keys, keeps_emitted
 from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
 from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, scans
@@ -29,17 +29,13 @@ from .types import Side, duration_text
 def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
     """The inputs whose changes must all be insertions, each with the join that needs it so."""
     out: dict[str, str] = {}
-    for node in plan.nodes():
-        if not isinstance(node, Join):
+    for node in plan.nodes():  # a temporal or lookup join's probes may change, as in Flink
+        if not isinstance(node, Join) or not (node.time_bound or node.window):
             continue
-        if node.time_bound or node.window:  # of a temporal join's rows, only its probes must be insertions
-            needing = [scan for side in (node.left, node.right)
-                       for scan in scans(side.left if isinstance(side, Join) and side.temporal else side)]
-            why = f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
-        elif node.temporal and node.temporal.processing_time:  # an event-time join's probes may change, as in Flink
-            needing, why = scans(node.left), f"it is the probe side of the {node.kind} join {node.id}"
-        else:
-            continue
+        # of a temporal join's rows, only its probes must be insertions
+        needing = [scan for side in (node.left, node.right)
+                   for scan in scans(side.left if isinstance(side, Join) and side.temporal else side)]
+        why = f"the {'interval' if node.time_bound else 'window'} join {node.id} reads it"
         for scan in needing:
             out.setdefault(scan.input, why)
     return out
@@ -81,7 +77,10 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
         keys = [name for _, name in dimension_keys(node, node.right)] if isinstance(node.right, Scan) else []
         looked_up = (f"consolidates only the rows whose {', '.join(keys)} its probe rows look up" if keys else
                      "consolidates all of them (no ON key compares with a dimension column as declared)")
-        return (f"lookup operator: each run reads the dimension at the version the run reads to and {looked_up}", [])
+        emitted = [(f"{node.id}_{EMITTED}", f"{left}: per probe row and run, the rows its insertions emitted, which its "
+                                            "retractions retract (its probe side may retract)")]
+        return (f"lookup operator: each run reads the dimension at the version the run reads to and {looked_up}",
+                emitted if keeps_emitted(plan, node) else [])
     if node.temporal:
         return ("event-time temporal operator (Flink's TemporalRowTimeJoinOperator)",
                 [(f"{node.id}_probes", f"{left}: probes the watermark has not passed yet"),
@@ -134,7 +133,8 @@ def retention(plan: JoinPlan) -> list[str]:
         elif isinstance(node, Join) and node.temporal and not node.temporal.processing_time:
             out.append(f"{node.id}: a probe leaves state once emitted; versions no future probe can select leave state")
         elif isinstance(node, Join) and node.temporal:
-            out.append(f"{node.id}: keeps no state")
+            out.append(f"{node.id}: an insertion's emitted rows stay until it is retracted (state_ttl does not apply "
+                       "to lookup joins)" if keeps_emitted(plan, node) else f"{node.id}: keeps no state")
         elif isinstance(node, Join) and node.asof:
             out.append(f"{node.id}: every live row of both inputs stays (state_ttl does not apply to ASOF joins)")
         elif plan.config.state_ttl:
@@ -195,7 +195,8 @@ def describe(plan: JoinPlan, tables: ModelTables | None = None) -> str:
     needs = append_only_inputs(plan)
     lines += ["", "inputs:"]
     for name, spec in plan.inputs.items():
-        rule = f"must be append-only: {needs[name]}" if name in needs else "inserts, updates and deletes"
+        rule = (f"must be append-only: {needs[name]}" if name in needs else
+                "inserts only" if spec.changelog_format == "append" else "inserts, updates and deletes")
         time = f"; event time {spec.event_time}" if spec.event_time else ""
         lines.append(f"  {name}: changelog_format {spec.changelog_format}{time}; {rule}")
     lines += ["", f"watermark: {watermark(plan)}", "", "retention:", *(f"  {r}" for r in retention(plan))]

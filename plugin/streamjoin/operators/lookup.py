@@ -7,27 +7,40 @@ changes — the dimension input's snapshot at the version the run reads to — a
 later changes of the dimension do not update rows already emitted, as in Flink. Under LEFT JOIN a
 probe row no dimension row matches is null-padded.
 
-The operator keeps no state: each run reads the dimension at its pinned version, and consolidates
-only the rows of the keys its probe rows look up (where the ON condition compares them with a
-column of the dimension as declared); where Arrow compares those columns as Spark does, the tasks
-reading the dimension's files hand Spark only those keys' rows. The probe side must only insert: a
-retraction would have to retract the rows its insert joined, against a dimension that may have changed
-since. Flink takes a changelog probe, and by default looks a retraction up again in the dimension as it
-is then (which can retract a row it never emitted), or, under its `TRY_RESOLVE` strategy and for a probe
-with a key, keeps the rows it emitted per key to retract them; streamjoin does neither, and a retraction
-reaching the join fails the run in its write pass.
+The dimension keeps no state: each run reads it at its pinned version, and consolidates only the
+rows of the keys its probe rows look up (where the ON condition compares them with a column of the
+dimension as declared); where Arrow compares those columns as Spark does, the tasks reading the
+dimension's files hand Spark only those keys' rows.
+
+A probe side that may retract (any input below it other than `append`, or a join below it that
+pads) keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
+retraction retracts exactly what the insertion of its row emitted, whatever the dimension holds
+since (Flink's default looks a retraction up again, which can retract a row never emitted). The
+table `<join>_emitted` holds, per probe row and run that inserted copies of it, a marker row
+(`_marker`, weighing the copies) and the rows those copies emitted. Rows are matched by every probe
+column but those computed from a processing-time column (a retraction carries the time of the run
+that reads it). A run's changes of a row count by their sum; a run retracting n copies of a row
+takes them from the runs that inserted it, the latest first, and fails, with nothing committed, when
+fewer copies are live (unless `on_missing_retraction` is 'ignore': it takes the live ones).
+`state_ttl` does not apply: an insertion's rows stay until it is retracted. Runs append the rows
+they add and the negated rows they retract; a run that reads the table for its retractions rewrites
+it, consolidated, once it holds `appended.COMPACT_AT` files.
 """
 from __future__ import annotations
 
 from functools import reduce
 from typing import TYPE_CHECKING, Callable
 
-from pyspark.sql import DataFrame
+import sqlglot
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+from sqlglot import exp
 
 from ..row_errors import fail_when, user_struct
-from ..sql.plan import EquiKey, Join, Scan
+from ..sql.plan import EquiKey, Join, JoinPlan, Node, Scan, inserts_only, scans
 from ..storage import formats
+from ..storage.appended import AppendedTable
 from ..storage.file_reads import WantedKeys
 from ..storage.state import plain_key_columns
 from ..types import JoinType, q
@@ -37,13 +50,29 @@ from .conditions import on_condition
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
 
+EMITTED = "emitted"
+RUN, MARKER = "_run", "_marker"
+
 
 def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
-    """The output change of a lookup join node for this run (append-only)."""
+    """The output change of a lookup join node for this run (append-only when its probes only insert)."""
+    if not keeps_emitted(x.plan, node):
+        return looked_up(x, node, x.delta(node.left), {})
+    return EmittedRows(x, node).run()
+
+
+def keeps_emitted(plan: JoinPlan, node: Join) -> bool:
+    """Whether the lookup join keeps the rows it emitted: its probe side may retract."""
+    appending = {name for name, spec in plan.inputs.items() if spec.changelog_format == "append"}
+    return not inserts_only(node.left, appending)
+
+
+def looked_up(x: "Executor", node: Join, probes: DataFrame, counters: dict[str, tuple[DataFrame, Column]]
+              ) -> DataFrame:
+    """The rows `probes` (insertions) join in the dimension as this run leaves it, consolidated;
+    the run-log figures of the node with `counters` besides."""
     dim: Scan = node.right  # type: ignore[assignment]
     spec = x.plan.inputs[dim.input]
-    probes = x.delta(node.left)
-    reject_retractions(x, node, probes)
     keep, keyed = touched_keys(x, node, dim, probes)
     dimension = x.persist(x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name], keep, keyed)))
     joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
@@ -57,8 +86,100 @@ def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
         "probes_looked_up": (probes, col(WEIGHT)),
         "dimension_rows_read": (dimension, col(WEIGHT)),
         "rows_joined": (joined, F.when(found, weight).otherwise(0)),
-        "probes_unmatched": (joined, F.when(found, 0).otherwise(col("_wp")))})
+        "probes_unmatched": (joined, F.when(found, 0).otherwise(col("_wp"))), **counters})
     return output
+
+
+def timeless_columns(probe: Node) -> list[str]:
+    """The probe side's columns but those computed from a processing-time column: a retraction
+    matches the rows it retracts by these (its processing time is that of the run reading it)."""
+    timed = set()
+    for scan in scans(probe):
+        if scan.proc_time:
+            for src, (_, internal) in zip(scan.column_sources, scan.columns):
+                names = {c.name.lower() for c in sqlglot.parse_one(src, read="spark").find_all(exp.Column)}
+                if scan.proc_time.lower() in names:
+                    timed.add(internal)
+    return [c for c in probe.output_columns if c not in timed]
+
+
+class EmittedRows:
+    """One run of a lookup join whose probe side may retract, with the rows it emitted
+    (`<join>_emitted`, see the module's docstring)."""
+
+    def __init__(self, x: "Executor", node: Join) -> None:
+        self.x, self.node = x, node
+        self.probe_columns = list(node.left.output_columns)
+        self.columns = [*node.left.output_columns, *node.right.output_columns]
+        self.state_columns = [*self.columns, RUN, MARKER]
+        self.dimension_fields = [StructField(f.name, f.dataType) for f in x.schema(node.right).fields]
+        path = x.tables.state(f"{node.id}_{EMITTED}")
+        schema = StructType([*x.schema(node.left).fields, *self.dimension_fields, StructField(RUN, LongType()),
+                             StructField(MARKER, BooleanType()), StructField(WEIGHT, LongType())])
+        self.table = AppendedTable(path, x.versions.get(path), schema)
+
+    def run(self) -> DataFrame:
+        x = self.x
+        probes = x.persist(consolidate(x.delta(self.node.left), self.probe_columns))
+        inserted = probes.where(col(WEIGHT) > 0)
+        run = F.lit(x.run_id).cast("long").alias(RUN)
+        if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
+            output = looked_up(x, self.node, inserted, {})
+            x.staged.append(self.table.stage(x.writer, self.added(inserted, output, run), None))
+            return output
+        kept = x.persist(consolidate(self.table.rows(x.spark), self.state_columns))
+        removed = x.persist(self.retracted(kept, probes.where(col(WEIGHT) < 0)))
+        output = looked_up(x, self.node, inserted, {
+            "probes_retracted": (removed, F.when(col(MARKER), -col(WEIGHT)).otherwise(0))})
+        changes = self.added(inserted, output, run).unionByName(removed)
+        live = consolidate(kept.unionByName(changes), self.state_columns)
+        x.staged.append(self.table.stage(x.writer, changes, live))
+        return output.unionByName(removed.where(~col(MARKER)).select(*[col(c) for c in self.columns], col(WEIGHT)))
+
+    def added(self, inserted: DataFrame, output: DataFrame, run: Column) -> DataFrame:
+        """The state rows of this run's insertions: each probe row's marker and the rows it joined."""
+        nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in self.dimension_fields]
+        markers = inserted.select(*[col(c) for c in self.probe_columns], *nulls, run, F.lit(True).alias(MARKER),
+                                  col(WEIGHT))
+        return output.select(*[col(c) for c in self.columns], run, F.lit(False).alias(MARKER), col(WEIGHT)
+                             ).unionByName(markers)
+
+    def retracted(self, kept: DataFrame, retractions: DataFrame) -> DataFrame:
+        """The state rows this run's `retractions` take out, negated, markers included: n copies of
+        a row from the runs that inserted it, the latest first. Fails the run's write pass where
+        fewer copies are live."""
+        match = timeless_columns(self.node.left)
+        wanted_columns = [f"_r{i}" for i in range(len(match))]
+        wanted = retractions.groupBy(*[col(c).alias(r) for c, r in zip(match, wanted_columns)]).agg(
+            F.sum(-col(WEIGHT)).alias("_n"), F.first(F.to_json(user_struct(match))).alias("_row"))
+        same = reduce(lambda a, b: a & b, [col(c).eqNullSafe(col(r)) for c, r in zip(match, wanted_columns)], F.lit(True))
+        copies = F.sum(F.when(col(MARKER), col(WEIGHT)).otherwise(0))
+        newer = Window.partitionBy(*wanted_columns).orderBy(col(RUN).desc()).rangeBetween(
+            Window.unboundedPreceding, Window.currentRow)
+        hit = wanted.join(kept, same, "left").withColumns({
+            "_live": copies.over(Window.partitionBy(*wanted_columns)),
+            "_copies": copies.over(Window.partitionBy(*wanted_columns, RUN)),
+            "_upto": copies.over(newer)})
+        if self.x.plan.config.on_missing_retraction == "fail":
+            self.x.writer.check(hit.where(col("_live") < col("_n")).where(~fail_when(
+                F.lit(True), self.missing(), model=self.x.plan.model, input_name=self.label)))
+        taken = F.least(col("_copies"), F.greatest(F.lit(0), col("_n") - (col("_upto") - col("_copies"))))
+        return hit.withColumn("_k", taken).where(col(RUN).isNotNull() & (col("_k") > 0)).select(
+            *[col(c) for c in self.state_columns], F.expr(f"-({WEIGHT} * _k div _copies)").alias(WEIGHT))
+
+    @property
+    def label(self) -> str:
+        left = self.node.left
+        return left.input if isinstance(left, Scan) else f"the join {left.id}"
+
+    def missing(self) -> Column:
+        return F.concat(
+            F.lit(f"the lookup join {self.node.id} retracts the rows that the insertion of a probe row emitted, but this "
+                  "run retracts the probe row "), col("_row"), F.lit(" "), col("_n").cast("string"),
+            F.lit(" time(s) while "), col("_live").cast("string"),
+            F.lit(" insertion(s) of it are live: retract only rows that earlier runs inserted (the probe input "
+                  "retracts a row it never inserted, or more copies than it inserted), or set "
+                  "on_missing_retraction='ignore' to retract only the live ones"))
 
 
 def dimension_keys(node: Join, dim: Scan) -> list[tuple[EquiKey, str]]:
@@ -91,18 +212,3 @@ def touched_keys(x: "Executor", node: Join, dim: Scan, probes: DataFrame
     if not plain or not plain_key_columns(wanted.schema, names, types):  # both sides compare in Arrow as in Spark
         return keep, None
     return keep, WantedKeys(wanted, tuple(zip(names, plain)))
-
-
-def reject_retractions(x: "Executor", node: Join, probes: DataFrame) -> None:
-    """Fail the run's write pass at the first retraction reaching the lookup join."""
-    label = node.left.input if isinstance(node.left, Scan) else f"the join {node.left.id}"
-    message = F.concat(
-        F.lit(f"a lookup join emits each probe row once, against the dimension as that run leaves it, so its probe "
-              f"side must be append-only: a retraction reached the lookup join {node.id}: "),
-        F.to_json(user_struct(list(node.left.output_columns))),
-        F.lit(". streamjoin neither looks a retraction up again in a dimension that may have changed (Flink's "
-              "default, which can retract a row never emitted) nor keeps the rows it emitted by the probe's key "
-              "(Flink's 'TRY_RESOLVE' strategy). Feed it an insert-only changelog (only +I rows, or changelog_format "
-              "'append')"))
-    x.writer.check(probes.where(col(WEIGHT) < 0).where(~fail_when(F.lit(True), message, model=x.plan.model,
-                                                                   input_name=label)))

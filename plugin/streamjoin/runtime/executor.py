@@ -21,7 +21,7 @@ from ..operators.regular import JoinSide, RegularJoin
 from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
-from ..sql.plan import Join, JoinPlan, MultiJoin, Node, Scan
+from ..sql.plan import Join, JoinPlan, Node, Scan, inserts_only
 from ..storage.delta_log import DataFile
 from ..storage import formats
 from ..storage.formats import data_schema, declared_type
@@ -29,7 +29,7 @@ from ..storage.state import StateLayout, StateTable, plain_key_columns
 from ..storage.tables import ModelTables
 from ..storage.time_range import TimeRange, time_range
 from ..storage.writes import RunWriter, StagedWrite
-from ..types import JoinType, Side
+from ..types import Side
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
 
 
@@ -164,14 +164,8 @@ class Executor:
         return rows.select(*[F.expr(o.expr).alias(o.name) for o in self.plan.outputs], col(WEIGHT))
 
     def output_inserts_only(self) -> bool:
-        """True when this run's output change can hold no retraction: every input only inserts and
-        no join preserves unmatched rows (or, ASOF, changes its choice), so every output row is a
-        product of positive weights."""
-        def pads(node: Node) -> bool:
-            if isinstance(node, Join):
-                return node.asof is not None or any(node.join_type.preserves(s) for s in Side)
-            return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
-        return set(self.plan.inputs) <= self.insert_only and not any(pads(n) for n in self.plan.nodes())
+        """True when this run's output change can hold no retraction (`sql.plan.inserts_only`)."""
+        return inserts_only(self.plan.root, self.insert_only)
 
     def delta(self, node: Node) -> DataFrame:
         if isinstance(node, Scan):

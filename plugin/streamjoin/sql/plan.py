@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace, field
 from datetime import timedelta
-from typing import Union
+from typing import Collection, Union
 
 from ..spec import InputSpec, ModelConfig
 from ..types import JoinType, Side, duration_text, q
@@ -305,6 +305,23 @@ def scans(node: Node) -> list[Scan]:
     if isinstance(node, Join):
         return scans(node.left) + scans(node.right)
     return list(node.inputs)
+
+
+def pads(node: Node) -> bool:
+    """Whether a join may emit a row it retracts later though its inputs only insert: it preserves
+    unmatched rows (padded until a match arrives) or, ASOF, changes its choice."""
+    if isinstance(node, Join):
+        return node.asof is not None or any(node.join_type.preserves(s) for s in Side)
+    return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
+
+
+def inserts_only(node: Node, inputs: Collection[str]) -> bool:
+    """Whether `node`'s change can hold no retraction when the inputs below it that are in `inputs`
+    only insert: every input below it is, and no join below it `pads`."""
+    if isinstance(node, Scan):
+        return node.input in inputs
+    children = (node.left, node.right) if isinstance(node, Join) else node.inputs
+    return not pads(node) and all(inserts_only(c, inputs) for c in children)
 
 
 @dataclass(frozen=True)
