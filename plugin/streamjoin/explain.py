@@ -132,9 +132,8 @@ def retention(plan: JoinPlan) -> list[str]:
             out.append(f"{node.id}: a window's rows leave state when the watermark passes its end")
         elif isinstance(node, Join) and node.temporal and not node.temporal.processing_time:
             out.append(f"{node.id}: a probe leaves state once emitted; versions no future probe can select leave state")
-        elif isinstance(node, Join) and node.temporal:
-            out.append(f"{node.id}: an insertion's emitted rows stay until it is retracted (state_ttl does not apply "
-                       "to lookup joins)" if keeps_emitted(plan, node) else f"{node.id}: keeps no state")
+        elif isinstance(node, Join) and node.temporal and not keeps_emitted(plan, node):
+            out.append(f"{node.id}: keeps no state")
         elif isinstance(node, Join) and node.asof:
             out.append(f"{node.id}: every live row of both inputs stays (state_ttl does not apply to ASOF joins)")
         elif plan.config.state_ttl:

@@ -12,19 +12,20 @@ rows of the keys its probe rows look up (where the ON condition compares them wi
 dimension as declared); where Arrow compares those columns as Spark does, the tasks reading the
 dimension's files hand Spark only those keys' rows.
 
-A probe side that may retract (any input below it other than `append`, or a join below it that
-pads) keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
+A probe side that may retract (any input below it other than `append`, or a join below it that pads)
+keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
 retraction retracts exactly what the insertion of its row emitted, whatever the dimension holds
 since (Flink's default looks a retraction up again, which can retract a row never emitted). The
 table `<join>_emitted` holds, per probe row and run that inserted copies of it, a marker row
-(`_marker`, weighing the copies) and the rows those copies emitted. Rows are matched by every probe
-column but those computed from a processing-time column (a retraction carries the time of the run
-that reads it). A run's changes of a row count by their sum; a run retracting n copies of a row
-takes them from the runs that inserted it, the latest first, and fails, with nothing committed, when
-fewer copies are live (unless `on_missing_retraction` is 'ignore': it takes the live ones).
-`state_ttl` does not apply: an insertion's rows stay until it is retracted. Runs append the rows
-they add and the negated rows they retract; a run that reads the table for its retractions rewrites
-it, consolidated, once it holds `appended.COMPACT_AT` files.
+(`_marker`, weighing the copies) and the rows those copies emitted, as a state table bucketed by the
+columns a retraction matches them by: every probe column but those computed from a processing-time
+column (a retraction carries the time of the run that reads it); a retraction reads its keys' rows.
+A run's changes of a row count by their sum; a run retracting n copies of a row takes them from the
+runs that inserted it, the latest first, and fails, with nothing committed, when fewer copies are
+live (unless `on_missing_retraction` is 'ignore': it takes the live ones). An insertion's rows stay
+until it is retracted, or, with `state_ttl`, until they have been idle that long (a later retraction
+of them is then ignored, as on_missing_retraction defaults to with it). Runs append the rows they
+add and the negated rows they retract (`storage.state` folds and compacts them).
 """
 from __future__ import annotations
 
@@ -40,9 +41,8 @@ from sqlglot import exp
 from ..row_errors import fail_when, user_struct
 from ..sql.plan import EquiKey, Join, JoinPlan, Node, Scan, inserts_only, scans
 from ..storage import formats
-from ..storage.appended import AppendedTable
 from ..storage.file_reads import WantedKeys
-from ..storage.state import plain_key_columns
+from ..storage.state import BUCKET, UPDATED, StateTable, plain_key_columns
 from ..types import JoinType, q
 from ..zset import WEIGHT, col, consolidate
 from .conditions import on_condition
@@ -105,18 +105,30 @@ def timeless_columns(probe: Node) -> list[str]:
 
 class EmittedRows:
     """One run of a lookup join whose probe side may retract, with the rows it emitted
-    (`<join>_emitted`, see the module's docstring)."""
+    (`<join>_emitted`, see the module's docstring), keyed by the probe columns they are matched by."""
 
     def __init__(self, x: "Executor", node: Join) -> None:
         self.x, self.node = x, node
         self.probe_columns = list(node.left.output_columns)
         self.columns = [*node.left.output_columns, *node.right.output_columns]
         self.state_columns = [*self.columns, RUN, MARKER]
+        self.match = timeless_columns(node.left) or self.probe_columns
+        self.keys = [f"_pk{i}" for i in range(len(self.match))]
         self.dimension_fields = [StructField(f.name, f.dataType) for f in x.schema(node.right).fields]
         path = x.tables.state(f"{node.id}_{EMITTED}")
         schema = StructType([*x.schema(node.left).fields, *self.dimension_fields, StructField(RUN, LongType()),
-                             StructField(MARKER, BooleanType()), StructField(WEIGHT, LongType())])
-        self.table = AppendedTable(path, x.versions.get(path), schema)
+                             StructField(MARKER, BooleanType())])
+        types = [schema[c].dataType.simpleString() for c in self.match]
+        self.table = StateTable(path=path, schema=schema, key_columns=self.keys, tracks_degree=False,
+                                version=x.versions.get(path), bucket_exprs=[q(c) for c in self.match],
+                                buckets=x.plan.config.state_buckets,
+                                file_keys=plain_key_columns(schema, [q(c) for c in self.match], types))
+
+    def with_keys(self, df: DataFrame) -> DataFrame:
+        return df.select("*", *[col(c).alias(k) for c, k in zip(self.match, self.keys)])
+
+    def bucket(self) -> Column:
+        return F.pmod(F.xxhash64(*[col(k) for k in self.keys]), F.lit(self.table.buckets)).cast("int")
 
     def run(self) -> DataFrame:
         x = self.x
@@ -125,16 +137,22 @@ class EmittedRows:
         run = F.lit(x.run_id).cast("long").alias(RUN)
         if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
             output = looked_up(x, self.node, inserted, {})
-            x.staged.append(self.table.stage(x.writer, self.added(inserted, output, run), None))
+            self.stage(self.added(inserted, output, run))
             return output
-        kept = x.persist(consolidate(self.table.rows(x.spark), self.state_columns))
-        removed = x.persist(self.retracted(kept, probes.where(col(WEIGHT) < 0)))
+        wanted = x.persist(self.wanted(probes.where(col(WEIGHT) < 0)))
+        read = self.table.read(x.spark, wanted.select(*[col(k) for k in self.keys]).withColumn(BUCKET, self.bucket()),
+                               self.with_keys)
+        removed = x.persist(self.retracted(wanted, consolidate(read, self.state_columns)))
         output = looked_up(x, self.node, inserted, {
-            "probes_retracted": (removed, F.when(col(MARKER), -col(WEIGHT)).otherwise(0))})
-        changes = self.added(inserted, output, run).unionByName(removed)
-        live = consolidate(kept.unionByName(changes), self.state_columns)
-        x.staged.append(self.table.stage(x.writer, changes, live))
+            "probes_retracted": (removed, F.when(col(MARKER), -col(WEIGHT)).otherwise(0)),
+            "emitted_rows_read": (read, F.lit(1))})
+        self.stage(self.added(inserted, output, run).unionByName(removed))
         return output.unionByName(removed.where(~col(MARKER)).select(*[col(c) for c in self.columns], col(WEIGHT)))
+
+    def stage(self, changes: DataFrame) -> None:
+        self.x.stage_state(self.table, self.with_keys(changes).select(
+            *[col(c) for c in self.state_columns], col(WEIGHT), F.lit(self.x.now_ms).cast("long").alias(UPDATED),
+            self.bucket().alias(BUCKET)))
 
     def added(self, inserted: DataFrame, output: DataFrame, run: Column) -> DataFrame:
         """The state rows of this run's insertions: each probe row's marker and the rows it joined."""
@@ -144,21 +162,24 @@ class EmittedRows:
         return output.select(*[col(c) for c in self.columns], run, F.lit(False).alias(MARKER), col(WEIGHT)
                              ).unionByName(markers)
 
-    def retracted(self, kept: DataFrame, retractions: DataFrame) -> DataFrame:
-        """The state rows this run's `retractions` take out, negated, markers included: n copies of
-        a row from the runs that inserted it, the latest first. Fails the run's write pass where
-        fewer copies are live."""
-        match = timeless_columns(self.node.left)
-        wanted_columns = [f"_r{i}" for i in range(len(match))]
-        wanted = retractions.groupBy(*[col(c).alias(r) for c, r in zip(match, wanted_columns)]).agg(
-            F.sum(-col(WEIGHT)).alias("_n"), F.first(F.to_json(user_struct(match))).alias("_row"))
-        same = reduce(lambda a, b: a & b, [col(c).eqNullSafe(col(r)) for c, r in zip(match, wanted_columns)], F.lit(True))
+    def wanted(self, retractions: DataFrame) -> DataFrame:
+        """The keys of the rows `retractions` retract, each with how many copies (`_n`) and the row as
+        JSON for messages (`_row`)."""
+        return retractions.groupBy(*[col(c).alias(k) for c, k in zip(self.match, self.keys)]).agg(
+            F.sum(-col(WEIGHT)).alias("_n"), F.first(F.to_json(user_struct(self.match))).alias("_row"))
+
+    def retracted(self, wanted: DataFrame, kept: DataFrame) -> DataFrame:
+        """The state rows the run's retractions (`wanted`: the keys of the rows they retract, with the
+        count `_n`) take out of `kept` (the stored rows of those keys), negated, markers included:
+        n copies of a row from the runs that inserted it, the latest first. Fails the run's write pass
+        where fewer copies are live (unless on_missing_retraction is 'ignore')."""
+        same = reduce(lambda a, b: a & b, [col(c).eqNullSafe(col(k)) for c, k in zip(self.match, self.keys)])
         copies = F.sum(F.when(col(MARKER), col(WEIGHT)).otherwise(0))
-        newer = Window.partitionBy(*wanted_columns).orderBy(col(RUN).desc()).rangeBetween(
+        newer = Window.partitionBy(*self.keys).orderBy(col(RUN).desc()).rangeBetween(
             Window.unboundedPreceding, Window.currentRow)
         hit = wanted.join(kept, same, "left").withColumns({
-            "_live": copies.over(Window.partitionBy(*wanted_columns)),
-            "_copies": copies.over(Window.partitionBy(*wanted_columns, RUN)),
+            "_live": copies.over(Window.partitionBy(*self.keys)),
+            "_copies": copies.over(Window.partitionBy(*self.keys, RUN)),
             "_upto": copies.over(newer)})
         if self.x.plan.config.on_missing_retraction == "fail":
             self.x.writer.check(hit.where(col("_live") < col("_n")).where(~fail_when(

@@ -1,8 +1,7 @@
 """A state table that runs append their rows to, rewritten with its live rows now and then.
 
-The temporal, window and ASOF joins keep each side this way, and a lookup join the rows it emitted:
-a run reads the whole table (as of the version the run pinned), appends this run's rows, and once
-the table holds `COMPACT_AT` files
+The temporal, window and ASOF joins keep each side this way: a run reads the whole table (as of
+the version the run pinned), appends this run's rows, and once the table holds `COMPACT_AT` files
 rewrites it with the rows that are still live instead, so it stays bounded by the live rows plus
 a few runs of appends. Nothing is committed here: the run commits the staged write with the rest.
 """
@@ -29,12 +28,11 @@ class AppendedTable:
     def rows(self, spark: SparkSession) -> DataFrame:
         return file_reads.read(spark, self.files, self.schema)
 
-    def stage(self, writer: RunWriter, appends: DataFrame, live: DataFrame | None,
+    def stage(self, writer: RunWriter, appends: DataFrame, live: DataFrame,
               metadata: dict[str, str] | None = None) -> StagedWrite:
         """Write this run's `appends`, or, once the table holds `COMPACT_AT` files, all of it again as
-        `live` (its old files removed in the same commit); never that when `live` is None (the run
-        does not read the table)."""
-        if live is not None and len(self.files) >= COMPACT_AT:
+        `live` (its old files removed in the same commit)."""
+        if len(self.files) >= COMPACT_AT:
             actions = writer.write(live, self.path) + delta_log.remove_actions(self.files)
         else:
             actions = writer.write(appends, self.path)
