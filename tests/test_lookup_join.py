@@ -174,9 +174,10 @@ def changelogs(draw, retracting: bool = False) -> list[dict]:
     live: list[list] = []
     probes_live: list[list] = []
     runs = []
-    for _ in range(draw(st.integers(2, 4))):
+    least = 2 if retracting else 0  # changes of each input per run
+    for _ in range(draw(st.integers(2 + least // 2, 4 + least // 2))):
         changes: dict[str, list] = {}
-        for _ in range(draw(st.integers(0, 4))):
+        for _ in range(draw(st.integers(least, 4))):
             if live and draw(st.booleans()):
                 old = live.pop(draw(st.integers(0, len(live) - 1)))
                 if draw(st.booleans()):
@@ -189,7 +190,7 @@ def changelogs(draw, retracting: bool = False) -> list[dict]:
                 new = [draw(st.sampled_from([1, 2, None])), draw(st.sampled_from("abc"))]
                 live.append(new)
                 changes.setdefault("customers", []).append(["+I", new])
-        for _ in range(draw(st.integers(0, 4))):
+        for _ in range(draw(st.integers(least, 4 + least))):
             if retracting and probes_live and draw(st.booleans()):
                 old = probes_live.pop(draw(st.integers(0, len(probes_live) - 1)))
                 if draw(st.booleans()):
@@ -388,6 +389,42 @@ def test_with_a_retracting_probe_the_batch_view_gives_the_rows_the_runs_kept(spa
     expected = ({(3, 10, "c"), (5, 20, "cc"), (1, 10, "d"), (4, 10, "b")} if upsert else
                 {(2, 10, "a"), (5, 20, "cc"), (1, 10, "d"), (4, 11, None)})
     assert Counter((i, c, n) for i, c, n, _ in result.elements()) == Counter(expected)
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=changelogs(retracting=True))
+def test_with_random_probe_retractions_the_batch_view_holds_the_result(spark, tmp_path_factory, runs):
+    """Random changelogs of both inputs, run through the API: after every run the `__batch` view
+    (the live probe rows paired with their latest live insertion's run, in SQL) holds the result."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from streamjoin.api import run_model
+
+    folder = tmp_path_factory.mktemp("lookup-batch")
+    locations = {name: str(folder / name) for name in ("orders", "customers")}
+    inputs = {name: {"relation": f"shop.{name}", "location": locations[name]} for name in locations}
+    inputs["orders"].update(proc_time="pt")
+    spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+    sql = ("SELECT o.id, o.cust, c.name, o.pt FROM shop.orders o LEFT JOIN shop.customers FOR SYSTEM_TIME AS OF o.pt "
+           "AS c ON o.cust = c.id AND c.name <> 'c'")
+    for name, first in (("orders", ("id", "cust")), ("customers", ("id", "name"))):
+        types = [pa.int32(), pa.int32() if name == "orders" else pa.string()]
+        write_deltalake(locations[name], pa.table({first[0]: pa.array([], types[0]), first[1]: pa.array([], types[1]),
+                                                   "_row_kind": pa.array([], pa.string())}))
+    for run in runs:
+        for name, columns in (("orders", ("id", "cust")), ("customers", ("id", "name"))):
+            changes = run["changes"].get(name, [])
+            if changes:
+                table = pa.table({columns[0]: pa.array([r[0] for _, r in changes], pa.int32()),
+                                  columns[1]: pa.array([r[1] for _, r in changes],
+                                                       pa.int32() if name == "orders" else pa.string()),
+                                  "_row_kind": [k for k, _ in changes]})
+                write_deltalake(locations[name], table, mode="append")
+        run_model(spark, name="lkp", sql=sql, inputs=inputs, config={}, root=str(folder / "models"), relation="shop.lkp")
+        result = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkp").collect())
+        batch = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkp__batch").collect())
+        assert batch == result, f"{batch} != {result}\nruns: {json.dumps(runs)}"
 
 
 def test_a_rebuilt_lookup_model_s_batch_view_gives_its_rows_the_times_of_the_rebuild_s_runs(spark, tmp_path):
