@@ -29,7 +29,7 @@ from .types import Side, duration_text
 def append_only_inputs(plan: JoinPlan) -> dict[str, str]:
     """The inputs whose changes must all be insertions, each with the join that needs it so."""
     out: dict[str, str] = {}
-    for node in plan.nodes():  # a temporal or lookup join's probes may change, as in Flink
+    for node in plan.nodes():  # interval and window joins need insertions; temporal and lookup joins do not (Flink)
         if not isinstance(node, Join) or not (node.time_bound or node.window):
             continue
         # of a temporal join's rows, only its probes must be insertions
