@@ -108,7 +108,7 @@ SCENARIOS = [
     {**retracting("a-retraction-of-a-row-never-inserted-fails-the-run", INNER, []),
      "runs": [{"changes": {"orders": [ins(10, 1)], "customers": [ins(1, "a")]}},
               {"changes": {"orders": [["-D", [10, 1]], ["-D", [10, 1]]]},
-               "expect_error": "retracts the probe row {\"id\":10,\"cust\":1} 2 time(s) while 1 insertion(s) of it are live"}]},
+               "expect_error": 'retracts the probe row {"id":10,"cust":1} 2 time(s) while 1 insertion(s) of it are live'}]},
     {**retracting("with-on-missing-retraction-ignore-a-retraction-takes-the-live-insertions-only", LEFT, [
         ({"orders": [ins(10, 1)], "customers": [ins(1, "a")]}, [["+I", [10, "a"]]]),
         ({"orders": [["-D", [10, 1]], ["-D", [10, 1]], ["-D", [11, 1]]]}, [["-D", [10, "a"]]]),
@@ -255,8 +255,8 @@ def test_a_retraction_retracts_what_the_latest_insertion_of_its_row_emitted(spar
 
 def check_property(spark, runs: list[dict], left: bool, orders: dict) -> None:
     sql = (LEFT if left else INNER) + " AND c.name <> 'c'"
-    outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "inputs": {"orders": orders, "customers": CUSTOMERS},
-                               "runs": runs})
+    outcome = run_case(spark, {"name": "lookup-property", "sql": sql, "runs": runs,
+                               "inputs": {"orders": orders, "customers": CUSTOMERS}})
     assert_ok(outcome)
     for i, (expected, got) in enumerate(zip(expected_changelogs(runs, left), outcome["runs"])):
         emitted: Counter = Counter()
@@ -421,7 +421,8 @@ def test_with_random_probe_retractions_the_batch_view_holds_the_result(spark, tm
                                                        pa.int32() if name == "orders" else pa.string()),
                                   "_row_kind": [k for k, _ in changes]})
                 write_deltalake(locations[name], table, mode="append")
-        run_model(spark, name="lkp", sql=sql, inputs=inputs, config={}, root=str(folder / "models"), relation="shop.lkp")
+        run_model(spark, name="lkp", sql=sql, inputs=inputs, config={}, root=str(folder / "models"),
+                  relation="shop.lkp")
         result = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkp").collect())
         batch = Counter(tuple(r) for r in spark.sql("SELECT * FROM shop.lkp__batch").collect())
         assert batch == result, f"{batch} != {result}\nruns: {json.dumps(runs)}"

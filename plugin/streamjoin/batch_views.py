@@ -252,8 +252,9 @@ def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[s
         empty = snapshot_sql(spark, spec, None)
         return f"SELECT *, CAST(NULL AS TIMESTAMP) AS {q(READ_TIME)} FROM ({empty})" if read_time else empty
     read = f"r.{RUN_OFFSETS}[{text(spec.name)}]"
-    runs_read = (f"SELECT e.*, r.run_id AS `__run`, r.{RUN_TIME} FROM ({_history(spark, spec, offsets)}) e JOIN ({runs}) r "
-                 f"ON e.{q(formats.LOG_VERSION)} > coalesce({read}.`start`, -1) AND e.{q(formats.LOG_VERSION)} <= {read}.`end`")
+    version = f"e.{q(formats.LOG_VERSION)}"
+    runs_read = (f"SELECT e.*, r.run_id AS `__run`, r.{RUN_TIME} FROM ({_history(spark, spec, offsets)}) e "
+                 f"JOIN ({runs}) r ON {version} > coalesce({read}.`start`, -1) AND {version} <= {read}.`end`")
     kind = q(formats.LOG_KIND)
     if spec.changelog_format == "upsert":
         key = ", ".join(q(k) for k in spec.unique_key)
@@ -267,10 +268,12 @@ def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[s
     else:
         net = (f"SELECT {columns}, `__run`, {RUN_TIME}, SUM(CASE WHEN {kind} IN ('+I', '+U') THEN 1 ELSE -1 END) "
                f"AS `__n` FROM ({runs_read}) GROUP BY {columns}, `__run`, {RUN_TIME}")
-        level = f"SELECT *, SUM(`__n`) OVER (PARTITION BY {columns} ORDER BY `__run` ROWS UNBOUNDED PRECEDING) AS `__level` FROM ({net})"
+        level = (f"SELECT *, SUM(`__n`) OVER (PARTITION BY {columns} ORDER BY `__run` ROWS UNBOUNDED PRECEDING) "
+                 f"AS `__level` FROM ({net})")
         floor = (f"SELECT *, MIN(`__level`) OVER (PARTITION BY {columns} ORDER BY `__run` ROWS BETWEEN CURRENT ROW AND "
                  f"UNBOUNDED FOLLOWING) AS `__floor` FROM ({level})")
-        kept = "CAST(least(`__n`, greatest(0, `__floor` - (`__level` - `__n`))) AS INT)"  # the run's insertions still live
+        # the run's insertions still live: those no later retraction reaches down to
+        kept = "CAST(least(`__n`, greatest(0, `__floor` - (`__level` - `__n`))) AS INT)"
         live = (f"SELECT {columns}, {RUN_TIME} AS `__time` FROM ({floor}) "
                 f"LATERAL VIEW explode(array_repeat(1, {kept})) `__copies` AS `__copy` WHERE `__n` > 0")
     times = [q(name) for name in (spec.proc_time, READ_TIME if read_time else None) if name]

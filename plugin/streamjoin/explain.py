@@ -77,8 +77,8 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
         keys = [name for _, name in dimension_keys(node, node.right)] if isinstance(node.right, Scan) else []
         looked_up = (f"consolidates only the rows whose {', '.join(keys)} its probe rows look up" if keys else
                      "consolidates all of them (no ON key compares with a dimension column as declared)")
-        emitted = [(f"{node.id}_{EMITTED}", f"{left}: per probe row and run, the rows its insertions emitted, which its "
-                                            "retractions retract (its probe side may retract)")]
+        emitted = [(f"{node.id}_{EMITTED}", f"{left}: per probe row and run, the rows its insertions emitted, "
+                                            "which its retractions retract (its probe side may retract)")]
         return (f"lookup operator: each run reads the dimension at the version the run reads to and {looked_up}",
                 emitted if keeps_emitted(plan, node) else [])
     if node.temporal:

@@ -195,8 +195,8 @@ class EmittedRows:
 
     def missing(self) -> Column:
         return F.concat(
-            F.lit(f"the lookup join {self.node.id} retracts the rows that the insertion of a probe row emitted, but this "
-                  "run retracts the probe row "), col("_row"), F.lit(" "), col("_n").cast("string"),
+            F.lit(f"the lookup join {self.node.id} retracts the rows that the insertion of a probe row emitted, "
+                  "but this run retracts the probe row "), col("_row"), F.lit(" "), col("_n").cast("string"),
             F.lit(" time(s) while "), col("_live").cast("string"),
             F.lit(" insertion(s) of it are live: retract only rows that earlier runs inserted (the probe input "
                   "retracts a row it never inserted, or more copies than it inserted), or set "
