@@ -281,6 +281,7 @@ def processing_time_sql(spark: SparkSession, spec: InputSpec, offsets: Mapping[s
 
 
 def _pairs(spec: InputSpec) -> str:
+    """SQL: `named_struct`'s arguments for the input's declared columns."""
     return ", ".join(f"{text(c)}, {q(c)}" for c in spec.column_names)
 
 

@@ -32,14 +32,13 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING, Callable
 
-import sqlglot
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
-from sqlglot import exp
 
 from ..row_errors import fail_when, user_struct
-from ..sql.plan import EquiKey, Join, JoinPlan, Node, Scan, inserts_only, scans
+from ..sql.plan import EquiKey, Join, JoinPlan, Scan, inserts_only
+from ..sql.temporal import proc_time_columns
 from ..storage import formats
 from ..storage.file_reads import WantedKeys
 from ..storage.state import BUCKET, UPDATED, StateTable, plain_key_columns
@@ -90,19 +89,6 @@ def looked_up(x: "Executor", node: Join, probes: DataFrame, counters: dict[str, 
     return output
 
 
-def timeless_columns(probe: Node) -> list[str]:
-    """The probe side's columns but those computed from a processing-time column: a retraction
-    matches the rows it retracts by these (its processing time is that of the run reading it)."""
-    timed = set()
-    for scan in scans(probe):
-        if scan.proc_time:
-            for src, (_, internal) in zip(scan.column_sources, scan.columns):
-                names = {c.name.lower() for c in sqlglot.parse_one(src, read="spark").find_all(exp.Column)}
-                if scan.proc_time.lower() in names:
-                    timed.add(internal)
-    return [c for c in probe.output_columns if c not in timed]
-
-
 class EmittedRows:
     """One run of a lookup join whose probe side may retract, with the rows it emitted
     (`<join>_emitted`, see the module's docstring), keyed by the probe columns they are matched by."""
@@ -112,7 +98,9 @@ class EmittedRows:
         self.probe_columns = list(node.left.output_columns)
         self.columns = [*node.left.output_columns, *node.right.output_columns]
         self.state_columns = [*self.columns, RUN, MARKER]
-        self.match = timeless_columns(node.left) or self.probe_columns
+        # a retraction matches by the columns its run's time does not decide (it carries the run's time)
+        timed = proc_time_columns(node.left, computed=True)
+        self.match = [c for c in self.probe_columns if c not in timed] or self.probe_columns
         self.keys = [f"_pk{i}" for i in range(len(self.match))]
         self.dimension_fields = [StructField(f.name, f.dataType) for f in x.schema(node.right).fields]
         path = x.tables.state(f"{node.id}_{EMITTED}")
@@ -140,8 +128,8 @@ class EmittedRows:
             self.stage(self.added(inserted, output, run))
             return output
         wanted = x.persist(self.wanted(probes.where(col(WEIGHT) < 0)))
-        read = self.table.read(x.spark, wanted.select(*[col(k) for k in self.keys]).withColumn(BUCKET, self.bucket()),
-                               self.with_keys)
+        read = x.persist(self.table.read(
+            x.spark, wanted.select(*[col(k) for k in self.keys]).withColumn(BUCKET, self.bucket()), self.with_keys))
         removed = x.persist(self.retracted(wanted, consolidate(read, self.state_columns)))
         output = looked_up(x, self.node, inserted, {
             "probes_retracted": (removed, F.when(col(MARKER), -col(WEIGHT)).otherwise(0)),

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
+import sqlglot
 from sqlglot import exp
 
 from ..errors import CompileError
@@ -81,7 +82,7 @@ def bind_temporal(node: Node, clauses: Mapping[str, AsOf], prefixes: Mapping[str
     clause = clauses.get(node.id)
     if clause is None:
         return node
-    if clause.time.strip("`") in _proc_time_columns(node.left):
+    if clause.time.strip("`") in proc_time_columns(node.left):
         return _bind_lookup(node, clause, fail)
     problems = _problems(node, clause, prefixes)
     if problems:
@@ -104,17 +105,24 @@ def chained(node: Join) -> bool:
     return isinstance(probe, Join) and probe.temporal is not None and not probe.temporal.processing_time
 
 
-def _proc_time_columns(node: Node) -> set[str]:
-    """Internal names of the processing-time columns the probe side carries as they are."""
+def proc_time_columns(node: Node, *, computed: bool = False) -> set[str]:
+    """Internal names of the processing-time columns the probe side carries as they are; with
+    `computed`, also of its columns computed from one (whose value depends on the run reading the row)."""
     if isinstance(node, Join):
-        return _proc_time_columns(node.left) | (_proc_time_columns(node.right) if node.join_type.emits_pairs else set())
+        right = proc_time_columns(node.right, computed=computed) if node.join_type.emits_pairs else set()
+        return proc_time_columns(node.left, computed=computed) | right
     scans = node.inputs if not isinstance(node, Scan) else (node,)
     found = set()
     for scan in scans:
         for src, (_, internal) in zip(scan.column_sources, scan.columns):
-            if scan.proc_time and src == q(scan.proc_time):
+            if scan.proc_time and (src == q(scan.proc_time) or computed and _reads(src, scan.proc_time)):
                 found.add(internal)
     return found
+
+
+def _reads(sql: str, column: str) -> bool:
+    """Whether Spark SQL `sql` reads `column`."""
+    return any(c.name.lower() == column.lower() for c in sqlglot.parse_one(sql, read="spark").find_all(exp.Column))
 
 
 def _bind_lookup(node: Join, clause: AsOf, fail: Callable[..., CompileError]) -> Join:
