@@ -299,6 +299,25 @@ def test_a_retraction_reads_the_emitted_rows_of_its_own_row_only(spark, tmp_path
     assert len(runner.result()) == 300 + 100 - 3
 
 
+
+def test_a_probe_input_declared_a_changelog_later_has_its_model_rebuilt_with_the_rows_retractions_need(spark, tmp_path):
+    """An `append` probe side keeps no emitted rows. Declared a changelog later, the join keeps them
+    (the plan's outline says so), so the state no longer fits: the run rebuilds the model, and the
+    retraction it reads takes what its insertion emitted instead of failing the run for a missing insertion."""
+    from dataclasses import replace
+
+    case = {"name": "lookup-redeclared", "sql": LEFT, "runs": [],
+            "inputs": {"orders": {**ORDERS, "changelog_format": "changelog"}, "customers": CUSTOMERS}}
+    runner = CaseRunner(spark, case, str(tmp_path))
+    appending = compile_sql(runner.name, LEFT, {**runner.specs,
+                                                "orders": replace(runner.specs["orders"], changelog_format="append")})
+    assert "keeping the rows it emitted" in runner.plan.explain() and "keeping" not in appending.explain()
+    runner.append_changes(0, {"customers": [ins(1, "a")], "orders": [ins(1, 1), ins(2, 1), ins(3, 2)]})
+    run_once(spark, appending, runner.tables)
+    runner.append_changes(1, {"orders": [["-D", [1, 1]], ["-D", [3, 2]]]})
+    report = run_once(spark, runner.plan, runner.tables)
+    assert report.status == "committed" and runner.result() == [(2, "a")]
+
 # -- through the API dbt calls, with the views it publishes ------------------------------------------
 def test_lookup_and_window_models_run_through_the_api_and_publish_their_views(spark, tmp_path):
     """The entry point generated model code calls, with relation names as dbt renders them: a lookup join

@@ -13,10 +13,10 @@ import datetime as dt
 import posixpath
 
 from .errors import PlanChangedError
-from .operators.lookup import EMITTED, dimension_keys, keeps_emitted
+from .operators.lookup import EMITTED, dimension_keys
 from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
-from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, scans
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, keeps_emitted, scans
 from .sql.strategy import user_text
 from .sql.windows import padded_windows_joined
 from .status import table_size
@@ -80,7 +80,7 @@ def operator_state(plan: JoinPlan, node: Join | MultiJoin) -> tuple[str, list[tu
         emitted = [(f"{node.id}_{EMITTED}", f"{left}: per probe row and run, the rows its insertions emitted, "
                                             "which its retractions retract (its probe side may retract)")]
         return (f"lookup operator: each run reads the dimension at the version the run reads to and {looked_up}",
-                emitted if keeps_emitted(plan, node) else [])
+                emitted if keeps_emitted(plan.inputs, node) else [])
     if node.temporal:
         return ("event-time temporal operator (Flink's TemporalRowTimeJoinOperator)",
                 [(f"{node.id}_probes", f"{left}: probes the watermark has not passed yet"),
@@ -132,7 +132,7 @@ def retention(plan: JoinPlan) -> list[str]:
             out.append(f"{node.id}: a window's rows leave state when the watermark passes its end")
         elif isinstance(node, Join) and node.temporal and not node.temporal.processing_time:
             out.append(f"{node.id}: a probe leaves state once emitted; versions no future probe can select leave state")
-        elif isinstance(node, Join) and node.temporal and not keeps_emitted(plan, node):
+        elif isinstance(node, Join) and node.temporal and not keeps_emitted(plan.inputs, node):
             out.append(f"{node.id}: keeps no state")
         elif isinstance(node, Join) and node.asof:
             out.append(f"{node.id}: every live row of both inputs stays (state_ttl does not apply to ASOF joins)")

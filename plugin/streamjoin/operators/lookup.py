@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..row_errors import fail_when, user_struct
-from ..sql.plan import EquiKey, Join, JoinPlan, Scan, inserts_only
+from ..sql.plan import EquiKey, Join, Scan, inserts_only, keeps_emitted
 from ..sql.temporal import proc_time_columns
 from ..storage import formats
 from ..storage.file_reads import WantedKeys
@@ -55,15 +55,9 @@ RUN, MARKER = "_run", "_marker"
 
 def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     """The output change of a lookup join node for this run (append-only when its probes only insert)."""
-    if not keeps_emitted(x.plan, node):
+    if not keeps_emitted(x.plan.inputs, node):
         return looked_up(x, node, x.delta(node.left), {})
     return EmittedRows(x, node).run()
-
-
-def keeps_emitted(plan: JoinPlan, node: Join) -> bool:
-    """Whether the lookup join keeps the rows it emitted: its probe side may retract."""
-    appending = {name for name, spec in plan.inputs.items() if spec.changelog_format == "append"}
-    return not inserts_only(node.left, appending)
 
 
 def looked_up(x: "Executor", node: Join, probes: DataFrame, counters: dict[str, tuple[DataFrame, Column]]

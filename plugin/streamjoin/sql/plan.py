@@ -324,6 +324,13 @@ def inserts_only(node: Node, inputs: Collection[str]) -> bool:
     return not pads(node) and all(inserts_only(c, inputs) for c in children)
 
 
+def keeps_emitted(inputs: dict[str, InputSpec], node: Join) -> bool:
+    """Whether a lookup join `node` keeps the rows it emitted, to retract exactly them: its probe side
+    may retract (not every input below it is declared `append`, or a join below it pads)."""
+    appending = {name for name, spec in inputs.items() if spec.changelog_format == "append"}
+    return node.temporal is not None and node.temporal.processing_time and not inserts_only(node.left, appending)
+
+
 @dataclass(frozen=True)
 class OutputColumn:
     name: str
@@ -433,6 +440,8 @@ class JoinPlan:
                     extra += f" interval {node.time_bound}"
                 if node.temporal:
                     extra += f" {node.temporal}"
+                if keeps_emitted(self.inputs, node):
+                    extra += ", keeping the rows it emitted (its probe side may retract)"
                 if node.window:
                     extra += f" {node.window}"
                 if node.asof:
