@@ -118,6 +118,14 @@ SCENARIOS = [
         {"changes": {"orders": [["-U", [1, "EUR", t(6)]], ["+U", [1, "EUR", t(9)]]], "rates": [rate("EUR", 130, 8)]},
          "expect_error": "its -U/-D must repeat the row as inserted"},
     ]},
+    # a deletion of an order never inserted waits for the watermark like any probe; the run where it passes
+    # the deletion's time (its changes only insert) stops as above, rather than appending what it emits
+    {"name": "a-deletion-of-an-order-never-inserted-stops-the-run-that-emits-it", "sql": INNER,
+     "inputs": {"orders": ORDERS, "rates": RATES}, "runs": [
+        {"changes": {"orders": [["-D", [1, "EUR", t(6)]]], "rates": [rate("EUR", 100, 1)]}, "expect_changelog": []},
+        {"changes": {"orders": [order(2, "EUR", 9)], "rates": [rate("EUR", 120, 9)]},
+         "expect_error": "its -U/-D must repeat the row as inserted"},
+    ]},
 ]
 
 

@@ -12,8 +12,8 @@ rows of the keys its probe rows look up (where the ON condition compares them wi
 dimension as declared); where Arrow compares those columns as Spark does, the tasks reading the
 dimension's files hand Spark only those keys' rows.
 
-A probe side that may retract (any input below it other than `append`, or a join below it that pads)
-keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
+A probe side that may retract (`sql.plan.keeps_emitted`: an input below it other than `append`, or
+a join below it that pads) keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
 retraction retracts exactly what the insertion of its row emitted, whatever the dimension holds
 since (Flink's default looks a retraction up again, which can retract a row never emitted). The
 table `<join>_emitted` holds, per probe row and run that inserted copies of it, a marker row
@@ -117,7 +117,7 @@ class EmittedRows:
         probes = x.persist(consolidate(x.delta(self.node.left), self.probe_columns))
         inserted = probes.where(col(WEIGHT) > 0)
         run = F.lit(x.run_id).cast("long").alias(RUN)
-        if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
+        if inserts_only(self.node.left, x.insert_only, x.plan.inputs):  # nothing to retract: append this run's rows
             output = looked_up(x, self.node, inserted, {})
             self.stage(self.added(inserted, output, run))
             return output

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace, field
 from datetime import timedelta
-from typing import Collection, Union
+from typing import Collection, Mapping, Union
 
 from ..spec import InputSpec, ModelConfig
 from ..types import JoinType, Side, duration_text, q
@@ -308,27 +308,38 @@ def scans(node: Node) -> list[Scan]:
 
 
 def pads(node: Node) -> bool:
-    """Whether a join may emit a row it retracts later though its inputs only insert: it preserves
-    unmatched rows (padded until a match arrives) or, ASOF, changes its choice."""
+    """Whether a join may emit a row it retracts later though its inputs only insert: a regular join
+    that preserves unmatched rows (padded until a match arrives) or, ASOF, changes its choice. A join
+    with time pads a row once, for good: an interval or window join when no match can come any more,
+    a temporal or lookup join when it emits its probe."""
     if isinstance(node, Join):
-        return node.asof is not None or any(node.join_type.preserves(s) for s in Side)
+        timed = node.time_bound or node.window or node.temporal
+        return node.asof is not None or (not timed and any(node.join_type.preserves(s) for s in Side))
     return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
 
 
-def inserts_only(node: Node, inputs: Collection[str]) -> bool:
-    """Whether `node`'s change can hold no retraction when the inputs below it that are in `inputs`
-    only insert: every input below it is, and no join below it `pads`."""
+def inserts_only(node: Node, inputs: Collection[str], specs: Mapping[str, InputSpec]) -> bool:
+    """Whether `node`'s change this run can hold no retraction when the inputs in `inputs` only insert
+    this run (`specs`: every input's declaration): every input below it is one, and no join below it
+    `pads`. A temporal join's change is its probes' (its versioned side's changes retract nothing it
+    emitted); an event-time one emits a probe when the watermark passes its time, which may be a
+    later run than the one that read it, so its probe side must never retract: as `inputs`, it takes
+    the inputs declared `append`."""
     if isinstance(node, Scan):
         return node.input in inputs
+    if isinstance(node, Join) and node.temporal:
+        if not node.temporal.processing_time:
+            inputs = {name for name, spec in specs.items() if spec.changelog_format == "append"}
+        return inserts_only(node.left, inputs, specs)
     children = (node.left, node.right) if isinstance(node, Join) else node.inputs
-    return not pads(node) and all(inserts_only(c, inputs) for c in children)
+    return not pads(node) and all(inserts_only(c, inputs, specs) for c in children)
 
 
-def keeps_emitted(inputs: dict[str, InputSpec], node: Join) -> bool:
+def keeps_emitted(specs: Mapping[str, InputSpec], node: Join) -> bool:
     """Whether a lookup join `node` keeps the rows it emitted, to retract exactly them: its probe side
-    may retract (not every input below it is declared `append`, or a join below it pads)."""
-    appending = {name for name, spec in inputs.items() if spec.changelog_format == "append"}
-    return node.temporal is not None and node.temporal.processing_time and not inserts_only(node.left, appending)
+    may retract in some run (`inserts_only` of the inputs declared `append` says it may)."""
+    appending = {name for name, spec in specs.items() if spec.changelog_format == "append"}
+    return bool(node.temporal and node.temporal.processing_time) and not inserts_only(node.left, appending, specs)
 
 
 @dataclass(frozen=True)

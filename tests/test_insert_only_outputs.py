@@ -1,0 +1,66 @@
+"""Which runs' output changes hold no retraction (`sql.plan.inserts_only`), per join kind.
+
+A run whose output change can hold no retraction appends it to the result's level 0, with no merge;
+the write checks the claim and fails the run as a streamjoin bug when a retraction shows up.
+A regular outer join retracts a padded row when its match arrives, and an ASOF join retracts its
+choice; a join with time pads a row once, for good. A temporal join's change is its probes'. An
+event-time one emits a probe when the watermark passes it, maybe runs after the one that read it,
+so its probe side must be insert-only by declaration, not only this run.
+"""
+from __future__ import annotations
+
+import pytest
+
+from scenario import input_specs
+from streamjoin.conformance import CaseRunner
+from streamjoin.runtime.run import run_once
+from streamjoin.sql.compiler import compile_sql
+from streamjoin.sql.plan import inserts_only
+from streamjoin.storage import delta_log, state
+
+TIMED = {"columns": [["k", "int"], ["v", "int"], ["ts", "timestamp"]], "event_time": "ts"}
+APPEND = {**TIMED, "changelog_format": "append"}
+VERSIONS = {**TIMED, "unique_key": ["k"]}
+PROBES = {"columns": [["k", "int"], ["v", "int"]], "proc_time": "pt", "changelog_format": "append"}
+INTERVAL = "SELECT l.v, r.v AS w FROM l {kind} JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '5' SECOND"
+WINDOW = ("SELECT L.v, R.v AS w FROM TABLE(TUMBLE(TABLE l, DESCRIPTOR(ts), INTERVAL '5' SECOND)) L {kind} JOIN "
+          "TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' SECOND)) R ON L.k = R.k AND "
+          "L.window_start = R.window_start AND L.window_end = R.window_end")
+TEMPORAL = "SELECT l.v, r.v AS w FROM l {kind} JOIN r FOR SYSTEM_TIME AS OF l.ts AS r ON l.k = r.k"
+LOOKUP = "SELECT l.v, r.v AS w FROM l {kind} JOIN r FOR SYSTEM_TIME AS OF l.pt AS r ON l.k = r.k"
+ASOF = "SELECT l.v, r.v AS w FROM l {kind} ASOF JOIN r MATCH_CONDITION(l.ts >= r.ts) ON l.k = r.k"
+
+
+@pytest.mark.parametrize("sql, kind, left, right, expected", [
+    ("SELECT l.v, r.v AS w FROM l {kind} JOIN r ON l.k = r.k", "", TIMED, TIMED, True),
+    ("SELECT l.v, r.v AS w FROM l {kind} JOIN r ON l.k = r.k", "LEFT", TIMED, TIMED, False),  # a match retracts a pad
+    (INTERVAL, "FULL", TIMED, TIMED, True),  # padded once no match can come any more
+    (WINDOW, "FULL", TIMED, TIMED, True),  # padded when the window fires
+    (ASOF, "", TIMED, TIMED, False),  # a nearer right row changes the choice
+    (TEMPORAL, "LEFT", APPEND, VERSIONS, True),  # the versions' changes retract nothing it emitted
+    (TEMPORAL, "", TIMED, VERSIONS, False),  # a probe retraction read earlier may be emitted now
+    (LOOKUP, "LEFT", PROBES, VERSIONS, True),  # the dimension's changes retract nothing it emitted
+    (LOOKUP, "", {**PROBES, "changelog_format": "changelog"}, VERSIONS, True),  # retracts in the run it reads
+])
+def test_a_run_whose_inputs_insert_only_emits_insertions_only_unless_a_join_retracts_its_own_rows(
+        sql, kind, left, right, expected):
+    specs = input_specs({"l": left, "r": right})
+    plan = compile_sql("m", sql.format(kind=kind), specs)
+    assert inserts_only(plan.root, set(specs), specs) is expected
+    if left.get("changelog_format") != "append":  # its left side retracts this run
+        assert inserts_only(plan.root, {"r"}, specs) is False
+
+
+def test_a_time_based_outer_join_appends_its_padded_rows_to_the_result_s_level_0(spark, tmp_path):
+    """Its runs write no result bucket: every file the result holds is level 0's."""
+    sql = INTERVAL.format(kind="LEFT")
+    runner = CaseRunner(spark, {"name": "padded", "sql": sql, "runs": [], "inputs": {"l": TIMED, "r": TIMED}},
+                        str(tmp_path))
+    runner.append_changes(0, {"l": [["+I", [1, 10, "2024-01-01 00:00:01"]], ["+I", [2, 20, "2024-01-01 00:00:02"]]],
+                              "r": [["+I", [1, 100, "2024-01-01 00:00:03"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    runner.append_changes(1, {"l": [["+I", [3, 30, "2024-01-01 00:01:00"]]], "r": [["+I", [3, 300, "2024-01-01 00:01:00"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    assert sorted(runner.result(), key=repr) == [(10, 100), (20, None), (30, 300)]  # order 2 padded in run 2
+    files = delta_log.data_files(runner.tables.result, delta_log.version(runner.tables.result))
+    assert files and state.level0(files) == files
