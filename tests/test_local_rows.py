@@ -36,3 +36,9 @@ def test_an_empty_read_leaves_the_union_it_joins(spark):
         assert empty.columns == other.columns and empty.count() == 0
         plan = optimized(other.unionByName(empty))
         assert "Union" not in plan and "LogicalRDD" not in plan, plan
+
+
+def test_an_empty_frame_is_built_once_per_session_and_schema(spark):
+    schema = StructType.fromDDL("a int, b string")
+    assert empty_frame(spark, schema) is empty_frame(spark, StructType.fromDDL("a int, b string"))
+    assert empty_frame(spark, StructType.fromDDL("a int, b int")).schema == StructType.fromDDL("a int, b int")

@@ -7,6 +7,7 @@ more task in the stage that reads it. Built from an Arrow table, the same rows a
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -28,6 +29,8 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
     return gathered(frame) if rows else frame  # an empty one is pruned: no partition to claim
 
 
+@lru_cache(maxsize=256)
 def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:
-    """A frame with `schema` and no rows."""
+    """A frame with `schema` and no rows: one per session and schema (a frame is immutable, and each
+    run of a model asks for the same few, at about 8 ms each to build)."""
     return local_frame(spark, [], schema)
