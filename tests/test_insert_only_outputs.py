@@ -59,7 +59,8 @@ def test_a_time_based_outer_join_appends_its_padded_rows_to_the_result_s_level_0
     runner.append_changes(0, {"l": [["+I", [1, 10, "2024-01-01 00:00:01"]], ["+I", [2, 20, "2024-01-01 00:00:02"]]],
                               "r": [["+I", [1, 100, "2024-01-01 00:00:03"]]]})
     run_once(spark, runner.plan, runner.tables)
-    runner.append_changes(1, {"l": [["+I", [3, 30, "2024-01-01 00:01:00"]]], "r": [["+I", [3, 300, "2024-01-01 00:01:00"]]]})
+    minute = "2024-01-01 00:01:00"
+    runner.append_changes(1, {"l": [["+I", [3, 30, minute]]], "r": [["+I", [3, 300, minute]]]})
     run_once(spark, runner.plan, runner.tables)
     assert sorted(runner.result(), key=repr) == [(10, 100), (20, None), (30, 300)]  # order 2 padded in run 2
     files = delta_log.data_files(runner.tables.result, delta_log.version(runner.tables.result))

@@ -13,11 +13,11 @@ dimension as declared); where Arrow compares those columns as Spark does, the ta
 dimension's files hand Spark only those keys' rows.
 
 A probe side that may retract (`sql.plan.keeps_emitted`: an input below it other than `append`, or
-a join below it that pads) keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE` strategy, so that a
-retraction retracts exactly what the insertion of its row emitted, whatever the dimension holds
-since (Flink's default looks a retraction up again, which can retract a row never emitted). The
-table `<join>_emitted` holds, per probe row and run that inserted copies of it, a marker row
-(`_marker`, weighing the copies) and the rows those copies emitted, as a state table bucketed by the
+a join below it that pads) keeps the rows the join emitted, as Flink does under its `TRY_RESOLVE`
+strategy, so that a retraction retracts exactly what the insertion of its row emitted, whatever the
+dimension holds since (Flink's default looks a retraction up again, which can retract a row never
+emitted). The table `<join>_emitted` holds, per probe row and run that inserted copies of it, a
+marker row (`_marker`, weighing the copies) and the rows those copies emitted, as a state table bucketed by the
 columns a retraction matches them by: every probe column but those computed from a processing-time
 column (a retraction carries the time of the run that reads it); a retraction reads its keys' rows.
 A run's changes of a row count by their sum; a run retracting n copies of a row takes them from the

@@ -328,9 +328,7 @@ def inserts_only(node: Node, inputs: Collection[str], specs: Mapping[str, InputS
     if isinstance(node, Scan):
         return node.input in inputs
     if isinstance(node, Join) and node.temporal:
-        if not node.temporal.processing_time:
-            inputs = {name for name, spec in specs.items() if spec.changelog_format == "append"}
-        return inserts_only(node.left, inputs, specs)
+        return inserts_only(node.left, inputs if node.temporal.processing_time else appending(specs), specs)
     children = (node.left, node.right) if isinstance(node, Join) else node.inputs
     return not pads(node) and all(inserts_only(c, inputs, specs) for c in children)
 
@@ -338,8 +336,13 @@ def inserts_only(node: Node, inputs: Collection[str], specs: Mapping[str, InputS
 def keeps_emitted(specs: Mapping[str, InputSpec], node: Join) -> bool:
     """Whether a lookup join `node` keeps the rows it emitted, to retract exactly them: its probe side
     may retract in some run (`inserts_only` of the inputs declared `append` says it may)."""
-    appending = {name for name, spec in specs.items() if spec.changelog_format == "append"}
-    return bool(node.temporal and node.temporal.processing_time) and not inserts_only(node.left, appending, specs)
+    lookup = bool(node.temporal and node.temporal.processing_time)
+    return lookup and not inserts_only(node.left, appending(specs), specs)
+
+
+def appending(specs: Mapping[str, InputSpec]) -> set[str]:
+    """The inputs declared `append`: they insert in every run."""
+    return {name for name, spec in specs.items() if spec.changelog_format == "append"}
 
 
 @dataclass(frozen=True)
