@@ -117,7 +117,7 @@ class EmittedRows:
         probes = x.persist(consolidate(x.delta(self.node.left), self.probe_columns))
         inserted = probes.where(col(WEIGHT) > 0)
         run = F.lit(x.run_id).cast("long").alias(RUN)
-        if inserts_only(self.node.left, x.insert_only, x.plan.inputs):  # nothing to retract: append this run's rows
+        if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
             output = looked_up(x, self.node, inserted, {})
             self.stage(self.added(inserted, output, run))
             return output

@@ -165,7 +165,7 @@ class Executor:
 
     def output_inserts_only(self) -> bool:
         """True when this run's output change can hold no retraction (`sql.plan.inserts_only`)."""
-        return inserts_only(self.plan.root, self.insert_only, self.plan.inputs)
+        return inserts_only(self.plan.root, self.insert_only)
 
     def delta(self, node: Node) -> DataFrame:
         if isinstance(node, Scan):

@@ -318,31 +318,26 @@ def pads(node: Node) -> bool:
     return isinstance(node, MultiJoin) and any(t not in (None, JoinType.INNER) for t in node.join_types)
 
 
-def inserts_only(node: Node, inputs: Collection[str], specs: Mapping[str, InputSpec]) -> bool:
+def inserts_only(node: Node, inputs: Collection[str]) -> bool:
     """Whether `node`'s change this run can hold no retraction when the inputs in `inputs` only insert
-    this run (`specs`: every input's declaration): every input below it is one, and no join below it
-    `pads`. A temporal join's change is its probes' (its versioned side's changes retract nothing it
-    emitted); an event-time one emits a probe when the watermark passes its time, which may be a
-    later run than the one that read it, so its probe side must never retract: as `inputs`, it takes
-    the inputs declared `append`."""
+    this run: every input below it is one, and no join below it `pads`. A temporal join's change is
+    its probes' (its versioned side's changes retract nothing it emitted). An event-time one may emit
+    a probe's retraction runs after it read it, but then together with the insertion it retracts,
+    which waited as long: the two cancel. Only a retraction of a row never inserted stays, and the
+    result's write rejects it (`storage.results.stage_result`)."""
     if isinstance(node, Scan):
         return node.input in inputs
     if isinstance(node, Join) and node.temporal:
-        return inserts_only(node.left, inputs if node.temporal.processing_time else appending(specs), specs)
+        return inserts_only(node.left, inputs)
     children = (node.left, node.right) if isinstance(node, Join) else node.inputs
-    return not pads(node) and all(inserts_only(c, inputs, specs) for c in children)
+    return not pads(node) and all(inserts_only(c, inputs) for c in children)
 
 
 def keeps_emitted(specs: Mapping[str, InputSpec], node: Join) -> bool:
     """Whether a lookup join `node` keeps the rows it emitted, to retract exactly them: its probe side
     may retract in some run (`inserts_only` of the inputs declared `append` says it may)."""
-    lookup = bool(node.temporal and node.temporal.processing_time)
-    return lookup and not inserts_only(node.left, appending(specs), specs)
-
-
-def appending(specs: Mapping[str, InputSpec]) -> set[str]:
-    """The inputs declared `append`: they insert in every run."""
-    return {name for name, spec in specs.items() if spec.changelog_format == "append"}
+    appending = {name for name, spec in specs.items() if spec.changelog_format == "append"}
+    return bool(node.temporal and node.temporal.processing_time) and not inserts_only(node.left, appending)
 
 
 @dataclass(frozen=True)

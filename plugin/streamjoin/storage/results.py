@@ -102,8 +102,9 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
     before its commits with `message`.
 
     State checks reject retractions of rows never inserted (in the same pass, and those errors are
-    the ones a run reports), so a negative weight here means a streamjoin bug or a result table
-    changed outside streamjoin."""
+    the ones a run reports), so a negative weight here means a retraction an event-time temporal
+    join's probe side made of a row it never inserted (no state keeps emitted probes), a result
+    table changed outside streamjoin, or a streamjoin bug."""
     retracting = frame.where(col(WEIGHT) < 0)
     count = writer.count(retracting, -col(WEIGHT))
 
@@ -116,8 +117,13 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
     return verify
 
 
+def _temporal_joins(plan: JoinPlan) -> list[str]:
+    """The ids of the plan's event-time temporal joins."""
+    return [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
+
+
 def _not_held(plan: JoinPlan) -> str:
-    temporal = [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
+    temporal = _temporal_joins(plan)
     why = (f"a probe's update or deletion reached the temporal join {temporal[0]} with a time, or after a version "
            "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted), "
            "or the table was changed outside streamjoin") if temporal else "was the table changed outside streamjoin?"
@@ -166,9 +172,9 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     counts = weight_counts(writer, change)
     files = delta_log.data_files(path, version)
     crowded = state.crowded_buckets(files)
-    if inserts_only:
-        verify = _unheld(change, writer, f"streamjoin bug: model {plan.model}'s run was to insert only, yet its "
-                                         "change retracts a row")
+    if inserts_only:  # what a retraction here means: see `_unheld`
+        verify = _unheld(change, writer, _not_held(plan) if _temporal_joins(plan) else
+                         f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")
         added = _expand(change.where(col(WEIGHT) > 0), names)
         level0 = state.level0(files)
         if len(level0) < state.LEVEL0_FILES:
