@@ -1,7 +1,7 @@
 """Which runs' output changes hold no retraction (`sql.plan.inserts_only`), per join kind.
 
 A run whose output change can hold no retraction appends it to the result's level 0, with no merge;
-the write checks the claim and fails the run as a streamjoin bug when a retraction shows up.
+the write checks the claim and fails the run when a retraction shows up.
 A regular outer join retracts a padded row when its match arrives, and an ASOF join retracts its
 choice; a join with time pads a row once, for good. A temporal join's change is its probes'.
 """
