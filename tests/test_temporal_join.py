@@ -126,6 +126,18 @@ SCENARIOS = [
         {"changes": {"orders": [order(2, "EUR", 9)], "rates": [rate("EUR", 120, 9)]},
          "expect_error": "its -U/-D must repeat the row as inserted"},
     ]},
+    # the same with a lookup join reading what the temporal join emits: the lookup join finds no insertion of
+    # the row live and stops the run, rather than dropping the retraction from an insert-only run's output
+    {"name": "a-lookup-join-stops-the-run-in-which-the-temporal-join-below-emits-a-deletion-never-inserted",
+     "sql": "SELECT o.id, r.rate, c.name FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur "
+            "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.id = c.id",
+     "inputs": {"orders": {**ORDERS, "proc_time": "pt"}, "rates": RATES,
+                "customers": {"columns": [["id", "int"], ["name", "string"]]}}, "runs": [
+        {"changes": {"orders": [["-D", [1, "EUR", t(6)]]], "rates": [rate("EUR", 100, 1)],
+                     "customers": [["+I", [1, "a"]], ["+I", [2, "b"]]]}, "expect_changelog": []},
+        {"changes": {"orders": [order(2, "EUR", 9)], "rates": [rate("EUR", 120, 9)]},
+         "expect_error": "retracts the probe row {\"id\":1,\"cur\":\"EUR\""},
+    ]},
 ]
 
 

@@ -307,6 +307,15 @@ def scans(node: Node) -> list[Scan]:
     return list(node.inputs)
 
 
+def event_time_temporal_joins(node: Node) -> list[str]:
+    """The ids of the event-time temporal joins at or below `node`: the joins that may emit, in a run
+    whose changes only insert, a retraction of a probe row never inserted (`inserts_only`)."""
+    if not isinstance(node, Join):
+        return []
+    own = [node.id] if node.temporal and not node.temporal.processing_time else []
+    return event_time_temporal_joins(node.left) + event_time_temporal_joins(node.right) + own
+
+
 def pads(node: Node) -> bool:
     """Whether a join may emit a row it retracts later though its inputs only insert: a regular join
     that preserves unmatched rows (padded until a match arrives) or, ASOF, changes its choice. A join
@@ -323,8 +332,8 @@ def inserts_only(node: Node, inputs: Collection[str]) -> bool:
     this run: every input below it is one, and no join below it `pads`. A temporal join's change is
     its probes' (its versioned side's changes retract nothing it emitted). An event-time one may emit
     a probe's retraction runs after it read it, but then together with the insertion it retracts,
-    which waited as long: the two cancel. Only a retraction of a row never inserted stays, and the
-    result's write rejects it (`storage.results.stage_result`)."""
+    which waited as long: the two cancel. Only a retraction of a row never inserted stays, and what
+    reads the change rejects it (`storage.results.stage_result`, a lookup join's `EmittedRows`)."""
     if isinstance(node, Scan):
         return node.input in inputs
     if isinstance(node, Join) and node.temporal:
