@@ -118,25 +118,29 @@ SCENARIOS = [
         {"changes": {"orders": [["-U", [1, "EUR", t(6)]], ["+U", [1, "EUR", t(9)]]], "rates": [rate("EUR", 130, 8)]},
          "expect_error": "its -U/-D must repeat the row as inserted"},
     ]},
-    # a deletion of an order never inserted waits for the watermark like any probe; the run where it passes
-    # the deletion's time (its changes only insert) stops as above, rather than appending what it emits
-    {"name": "a-deletion-of-an-order-never-inserted-stops-the-run-that-emits-it", "sql": INNER,
+    # a deletion waits for the watermark as its insertion does, and the two are emitted together and cancel; a
+    # deletion of an order never inserted that waits has no insertion to cancel: the run that reads it stops
+    {"name": "a-deletion-of-an-order-never-inserted-stops-the-run-that-reads-it", "sql": INNER,
      "inputs": {"orders": ORDERS, "rates": RATES}, "runs": [
-        {"changes": {"orders": [["-D", [1, "EUR", t(6)]]], "rates": [rate("EUR", 100, 1)]}, "expect_changelog": []},
-        {"changes": {"orders": [order(2, "EUR", 9)], "rates": [rate("EUR", 120, 9)]},
-         "expect_error": "its -U/-D must repeat the row as inserted"},
+        {"changes": {"orders": [order(2, "EUR", 8)], "rates": [rate("EUR", 100, 1)]}, "expect_changelog": []},
+        {"changes": {"orders": [["-D", [2, "EUR", t(8)]]], "rates": [rate("EUR", 120, 5)]}, "expect_changelog": []},
+        {"changes": {"orders": [["-D", [1, "EUR", t(6)]]]},
+         "expect_error": "input 'orders': the temporal join j1 holds the probe row "
+                         '{"id":1,"cur":"EUR","ts":"2024-01-01T00:00:06.000Z"} until the watermark passes its time, '
+                         "and this run retracts it 1 time(s) more than it was inserted"},
     ]},
-    # the same with a lookup join reading what the temporal join emits: the lookup join finds no insertion of
-    # the row live and stops the run, rather than dropping the retraction from an insert-only run's output
-    {"name": "a-lookup-join-stops-the-run-in-which-the-temporal-join-below-emits-a-deletion-never-inserted",
+    # the same below a lookup join, whose output of a run with only insertions would not have held it
+    {"name": "a-deletion-never-inserted-stops-the-run-that-reads-it-below-a-lookup-join-too",
      "sql": "SELECT o.id, r.rate, c.name FROM orders o JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r ON o.cur = r.cur "
             "JOIN customers FOR SYSTEM_TIME AS OF o.pt AS c ON o.id = c.id",
      "inputs": {"orders": {**ORDERS, "proc_time": "pt"}, "rates": RATES,
                 "customers": {"columns": [["id", "int"], ["name", "string"]]}}, "runs": [
-        {"changes": {"orders": [["-D", [1, "EUR", t(6)]]], "rates": [rate("EUR", 100, 1)],
-                     "customers": [["+I", [1, "a"]], ["+I", [2, "b"]]]}, "expect_changelog": []},
-        {"changes": {"orders": [order(2, "EUR", 9)], "rates": [rate("EUR", 120, 9)]},
-         "expect_error": "retracts the probe row {\"id\":1,\"cur\":\"EUR\""},
+        {"changes": {"orders": [order(3, "EUR", 6)], "rates": [rate("EUR", 100, 1)], "customers": [["+I", [1, "a"]]]},
+         "expect_changelog": []},
+        # the deletion of order 3 takes its insertion, which waits too (though each carries its own run's time)
+        {"changes": {"orders": [["-D", [3, "EUR", t(6)]], ["-D", [1, "EUR", t(6)]]]},
+         "expect_error": 'the temporal join j1 holds the probe row {"id":1,"cur":"EUR","ts":"2024-01-01T00:00:06.000Z"} '
+                         "until the watermark"},
     ]},
 ]
 

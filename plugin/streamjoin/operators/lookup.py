@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..row_errors import fail_when, user_struct
-from ..sql.plan import EquiKey, Join, Scan, event_time_temporal_joins, inserts_only, keeps_emitted
+from ..sql.plan import EquiKey, Join, Scan, inserts_only, keeps_emitted
 from ..sql.temporal import proc_time_columns
 from ..storage import formats
 from ..storage.file_reads import WantedKeys
@@ -120,8 +120,6 @@ class EmittedRows:
         if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
             output = looked_up(x, self.node, inserted, {})
             self.stage(self.added(inserted, output, run))
-            if event_time_temporal_joins(self.node.left):  # but for a retraction of a row never inserted
-                self.check_live(self.wanted(probes.where(col(WEIGHT) < 0)).withColumn("_live", F.lit(0)))
             return output
         wanted = x.persist(self.wanted(probes.where(col(WEIGHT) < 0)))
         read = x.persist(self.table.read(
@@ -165,17 +163,12 @@ class EmittedRows:
             "_live": copies.over(Window.partitionBy(*self.keys)),
             "_copies": copies.over(Window.partitionBy(*self.keys, RUN)),
             "_upto": copies.over(newer)})
-        self.check_live(hit)
-        taken = F.least(col("_copies"), F.greatest(F.lit(0), col("_n") - (col("_upto") - col("_copies"))))
-        return hit.withColumn("_k", taken).where(col(RUN).isNotNull() & (col("_k") > 0)).select(
-            *[col(c) for c in self.state_columns], F.expr(f"-({WEIGHT} * _k div _copies)").alias(WEIGHT))
-
-    def check_live(self, hit: DataFrame) -> None:
-        """Fail the run's write pass where a retraction (`_row`, `_n` copies) finds fewer insertions of
-        its row live (`_live`), unless on_missing_retraction is 'ignore'."""
         if self.x.plan.config.on_missing_retraction == "fail":
             self.x.writer.check(hit.where(col("_live") < col("_n")).where(~fail_when(
                 F.lit(True), self.missing(), model=self.x.plan.model, input_name=self.label)))
+        taken = F.least(col("_copies"), F.greatest(F.lit(0), col("_n") - (col("_upto") - col("_copies"))))
+        return hit.withColumn("_k", taken).where(col(RUN).isNotNull() & (col("_k") > 0)).select(
+            *[col(c) for c in self.state_columns], F.expr(f"-({WEIGHT} * _k div _copies)").alias(WEIGHT))
 
     @property
     def label(self) -> str:

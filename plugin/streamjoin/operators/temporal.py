@@ -20,8 +20,10 @@ Per run:
    (dropped under INNER). A probe is emitted once, with its weight: as in Flink, the probe
    side may be a changelog, and a `-U`/`-D` probe (weight -1) is joined as its row, when the
    watermark passes its time, and retracts what it joins (the row an earlier run emitted for the
-   insert, when state still holds the version it joined). With an insert-only probe side the
-   output is append-only.
+   insert, when state still holds the version it joined). A retraction that waits for the
+   watermark takes an insertion of its row that waits too (the two are emitted together and
+   cancel); the run that reads one with none to take fails (`check_held_retractions`). With an
+   insert-only probe side the output is append-only.
 3. Versions no future on-time probe can select leave state: per key, the last entry at or
    before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
@@ -49,7 +51,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
+from ..row_errors import fail_when, user_struct
 from ..sql.plan import Join, Scan, TemporalSpec
+from ..sql.temporal import proc_time_columns
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
@@ -156,6 +160,7 @@ class TemporalJoin:
         pending = persist(stored_probes.select(*cols).unionByName(arrived.select(*cols))
                           .withColumn(PTIME, micros(col(self.spec.probe_time))))
         is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
+        self.check_held_retractions(pending.where(~is_due))
 
         # versions: the stored entries that stay (as of the last run), overlaid with this run's
         stored_entries = self.tables[VERSIONS].rows(x.spark)
@@ -192,6 +197,28 @@ class TemporalJoin:
                                                     self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
         return output
+
+    def check_held_retractions(self, waiting: DataFrame) -> None:
+        """Fail the run's write pass where a probe row this run retracts ahead of the watermark has
+        fewer insertions waiting (`waiting`: the probes held back, stored and this run's) than it has
+        retractions. A retraction held back cannot retract an emitted row (that row's time, its own,
+        is behind the watermark), so it takes a waiting insertion, with which it is emitted and
+        cancels; without one it would be emitted runs later as a retraction of a row never inserted.
+        Checked where the probe input retracts this run, under on_missing_retraction='fail'."""
+        scan = self.probe_scan
+        if scan is None or scan.input in self.x.insert_only or self.x.plan.config.on_missing_retraction != "fail":
+            return  # a temporal join probing with another's rows: that one checks its own input
+        timed = proc_time_columns(scan, computed=True)  # the time of the run reading a row: not part of it here
+        match = [c for c in self.probe.columns if c not in timed]
+        per_row = waiting.groupBy(*[col(c) for c in match]).agg(
+            F.sum(WEIGHT).alias("_n"), F.to_json(user_struct(match)).alias("_row"))
+        message = F.concat(
+            F.lit(f"the temporal join {self.node.id} holds the probe row "), col("_row"),
+            F.lit(" until the watermark passes its time, and this run retracts it "), (-col("_n")).cast("string"),
+            F.lit(" time(s) more than it was inserted: each -U/-D must repeat, as inserted (its time included), a row "
+                  "that this run or an earlier one inserted, or set on_missing_retraction='ignore'"))
+        self.x.writer.check(per_row.where(col("_n") < 0).where(~fail_when(
+            F.lit(True), message, model=self.x.plan.model, input_name=scan.input)))
 
     def record(self, clock: Clock, due: DataFrame, padded: DataFrame) -> None:
         """The run's watermark and its emitted and unmatched probe counts (summed in the write pass)."""

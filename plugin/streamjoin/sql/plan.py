@@ -332,8 +332,9 @@ def inserts_only(node: Node, inputs: Collection[str]) -> bool:
     this run: every input below it is one, and no join below it `pads`. A temporal join's change is
     its probes' (its versioned side's changes retract nothing it emitted). An event-time one may emit
     a probe's retraction runs after it read it, but then together with the insertion it retracts,
-    which waited as long: the two cancel. Only a retraction of a row never inserted stays, and what
-    reads the change rejects it (`storage.results.stage_result`, a lookup join's `EmittedRows`)."""
+    which waited as long: the two cancel. The run that reads a retraction of a row never inserted
+    fails (`operators.temporal`); under on_missing_retraction='ignore' it stays, and the result's
+    write rejects it (`storage.results.stage_result`)."""
     if isinstance(node, Scan):
         return node.input in inputs
     if isinstance(node, Join) and node.temporal:
