@@ -207,7 +207,7 @@ class TemporalJoin:
         Checked where the probe input retracts this run, under on_missing_retraction='fail'."""
         scan = self.probe_scan
         if scan is None or scan.input in self.x.insert_only or self.x.plan.config.on_missing_retraction != "fail":
-            return  # a temporal join probing with another's rows: that one checks its own input
+            return  # nothing retracted, or the rows of another temporal join, which checks its own input
         timed = proc_time_columns(scan, computed=True)  # the time of the run reading a row: not part of it here
         match = [c for c in self.probe.columns if c not in timed]
         per_row = waiting.groupBy(*[col(c) for c in match]).agg(

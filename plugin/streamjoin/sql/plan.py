@@ -309,7 +309,8 @@ def scans(node: Node) -> list[Scan]:
 
 def event_time_temporal_joins(node: Node) -> list[str]:
     """The ids of the event-time temporal joins at or below `node`: the joins that may emit, in a run
-    whose changes only insert, a retraction of a probe row never inserted (`inserts_only`)."""
+    whose changes only insert, a retraction of a probe row never inserted (`inserts_only`; under
+    on_missing_retraction='ignore', which lets one wait)."""
     if not isinstance(node, Join):
         return []
     own = [node.id] if node.temporal and not node.temporal.processing_time else []
