@@ -210,10 +210,9 @@ class TemporalJoin:
             return  # nothing retracted, or the rows of another temporal join, which checks its own input
         timed = proc_time_columns(scan, computed=True)  # the time of the run reading a row: not part of it here
         match = [c for c in self.probe.columns if c not in timed]
-        per_row = waiting.groupBy(*[col(c) for c in match]).agg(
-            F.sum(WEIGHT).alias("_n"), F.to_json(user_struct(match)).alias("_row"))
-        message = F.concat(
-            F.lit(f"the temporal join {self.node.id} holds the probe row "), col("_row"),
+        per_row = waiting.groupBy(*[col(c) for c in match]).agg(F.sum(WEIGHT).alias("_n"))
+        message = F.concat(  # built for a failing row only
+            F.lit(f"the temporal join {self.node.id} holds the probe row "), F.to_json(user_struct(match)),
             F.lit(" until the watermark passes its time, and this run retracts it "), (-col("_n")).cast("string"),
             F.lit(" time(s) more than it was inserted: each -U/-D must repeat, as inserted (its time included), a row "
                   "that this run or an earlier one inserted, or set on_missing_retraction='ignore'"))

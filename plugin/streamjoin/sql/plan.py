@@ -307,16 +307,6 @@ def scans(node: Node) -> list[Scan]:
     return list(node.inputs)
 
 
-def event_time_temporal_joins(node: Node) -> list[str]:
-    """The ids of the event-time temporal joins at or below `node`: the joins that may emit, in a run
-    whose changes only insert, a retraction of a probe row never inserted (`inserts_only`; under
-    on_missing_retraction='ignore', which lets one wait)."""
-    if not isinstance(node, Join):
-        return []
-    own = [node.id] if node.temporal and not node.temporal.processing_time else []
-    return event_time_temporal_joins(node.left) + event_time_temporal_joins(node.right) + own
-
-
 def pads(node: Node) -> bool:
     """Whether a join may emit a row it retracts later though its inputs only insert: a regular join
     that preserves unmatched rows (padded until a match arrives) or, ASOF, changes its choice. A join

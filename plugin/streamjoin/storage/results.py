@@ -21,7 +21,7 @@ from ..local_rows import local_frame
 from ..one_partition import clustered
 from ..row_errors import fail_when
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
-from ..sql.plan import JoinPlan, event_time_temporal_joins
+from ..sql.plan import Join, JoinPlan
 from ..types import q
 from ..zset import WEIGHT, col, consolidate, to_changelog
 from . import bucket_merge, change_data, delta_log, file_reads, filesystem, state
@@ -117,8 +117,13 @@ def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], N
     return verify
 
 
+def _temporal_joins(plan: JoinPlan) -> list[str]:
+    """The ids of the plan's event-time temporal joins."""
+    return [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
+
+
 def _not_held(plan: JoinPlan) -> str:
-    temporal = event_time_temporal_joins(plan.root)
+    temporal = _temporal_joins(plan)
     why = (f"a probe's update or deletion reached the temporal join {temporal[0]} with a time, or after a version "
            "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted), "
            "or the table was changed outside streamjoin") if temporal else "was the table changed outside streamjoin?"
@@ -168,7 +173,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     files = delta_log.data_files(path, version)
     crowded = state.crowded_buckets(files)
     if inserts_only:  # what a retraction here means: see `_unheld`
-        verify = _unheld(change, writer, _not_held(plan) if event_time_temporal_joins(plan.root) else
+        verify = _unheld(change, writer, _not_held(plan) if _temporal_joins(plan) else
                          f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")
         added = _expand(change.where(col(WEIGHT) > 0), names)
         level0 = state.level0(files)
