@@ -22,8 +22,8 @@ Per run:
    watermark passes its time, and retracts what it joins (the row an earlier run emitted for the
    insert, when state still holds the version it joined). A retraction that waits for the
    watermark takes an insertion of its row that waits too (the two are emitted together and
-   cancel); the run that reads one with none to take fails (`check_held_retractions`). With an
-   insert-only probe side the output is append-only.
+   cancel); the run that reads one with none to take fails, or under on_missing_retraction='ignore'
+   drops it (`held_retractions`). With an insert-only probe side the output is append-only.
 3. Versions no future on-time probe can select leave state: per key, the last entry at or
    before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
@@ -47,6 +47,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
@@ -157,10 +158,10 @@ class TemporalJoin:
         if w_old is not None:
             stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > F.lit(w_old))
         cols = [*self.probe.columns, RUN, WEIGHT]
-        pending = persist(stored_probes.select(*cols).unionByName(arrived.select(*cols))
-                          .withColumn(PTIME, micros(col(self.spec.probe_time))))
+        pending = stored_probes.select(*cols).unionByName(arrived.select(*cols)).withColumn(
+            PTIME, micros(col(self.spec.probe_time)))
         is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
-        self.check_held_retractions(pending.where(~is_due))
+        pending = persist(self.held_retractions(pending, is_due))
 
         # versions: the stored entries that stay (as of the last run), overlaid with this run's
         stored_entries = self.tables[VERSIONS].rows(x.spark)
@@ -191,33 +192,42 @@ class TemporalJoin:
         # state
         cutoff = horizon(clock, self.lateness_us)
         still = pending.where(~is_due).select(*cols)
-        waiting = arrived.withColumn(PTIME, micros(col(self.spec.probe_time))).where(~is_due).select(*cols)
+        waiting = still.where(col(RUN) == F.lit(x.run_id))
         x.staged.append(self.tables[PROBE].stage(x.writer, waiting, still, clock.metadata()))
         x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
                                                     self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
         return output
 
-    def check_held_retractions(self, waiting: DataFrame) -> None:
-        """Fail the run's write pass where a probe row this run retracts ahead of the watermark has
-        fewer insertions waiting (`waiting`: the probes held back, stored and this run's) than it has
-        retractions. A retraction held back cannot retract an emitted row (that row's time, its own,
-        is behind the watermark), so it takes a waiting insertion, with which it is emitted and
-        cancels; without one it would be emitted runs later as a retraction of a row never inserted.
-        Checked where the probe input retracts this run, under on_missing_retraction='fail'."""
+    def held_retractions(self, pending: DataFrame, is_due: SparkColumn) -> DataFrame:
+        """`pending` (the probes not yet emitted, stored and this run's) where no retraction held back
+        lacks an insertion to take. A retraction held back for the watermark cannot retract an emitted
+        row (that row's time, its own, is behind the watermark), so it takes a waiting insertion of its
+        row, with which it is emitted and cancels; without one it would be emitted runs later as a
+        retraction of a row never inserted. Rows are compared without their processing-time columns.
+        Where this run's probes retract, under on_missing_retraction='fail' the run's write pass fails
+        on the first such row; under 'ignore' this run's retractions of it are dropped (this run's rows
+        of a row are one: they share the run's processing time, and `weighted` consolidated them)."""
         scan = self.probe_scan
-        if scan is None or scan.input in self.x.insert_only or self.x.plan.config.on_missing_retraction != "fail":
-            return  # nothing retracted, or the rows of another temporal join, which checks its own input
+        if scan is None or scan.input in self.x.insert_only:
+            return pending  # nothing retracted, or the rows of another temporal join, which checks its own input
         timed = proc_time_columns(scan, computed=True)  # the time of the run reading a row: not part of it here
-        match = [c for c in self.probe.columns if c not in timed]
-        per_row = waiting.groupBy(*[col(c) for c in match]).agg(F.sum(WEIGHT).alias("_n"))
+        match = [c for c in self.probe.columns if c not in timed]  # the probe time among them: a row waits or not
+        per_row = F.sum(WEIGHT).over(Window.partitionBy(*[col(c) for c in match]))  # < 0: retractions lack insertions
+        if self.x.plan.config.on_missing_retraction == "ignore":
+            lacking = ~is_due & (col("_n") < 0) & (col(RUN) == F.lit(self.x.run_id)) & (col(WEIGHT) < 0)
+            kept = F.when(lacking, F.least(col(WEIGHT) - col("_n"), F.lit(0))).otherwise(col(WEIGHT))
+            return pending.withColumn("_n", per_row).withColumn(WEIGHT, kept).where(col(WEIGHT) != 0).drop("_n")
         message = F.concat(  # built for a failing row only
             F.lit(f"the temporal join {self.node.id} holds the probe row "), F.to_json(user_struct(match)),
             F.lit(" until the watermark passes its time, and this run retracts it "), (-col("_n")).cast("string"),
             F.lit(" time(s) more than it was inserted: each -U/-D must repeat, as inserted (its time included), a row "
-                  "that this run or an earlier one inserted, or set on_missing_retraction='ignore'"))
-        self.x.writer.check(per_row.where(col("_n") < 0).where(~fail_when(
+                  "that this run or an earlier one inserted, or set on_missing_retraction='ignore' to drop such "
+                  "retractions"))
+        held = pending.where(~is_due).withColumn("_n", per_row)
+        self.x.writer.check(held.where(col("_n") < 0).where(~fail_when(
             F.lit(True), message, model=self.x.plan.model, input_name=scan.input)))
+        return pending
 
     def record(self, clock: Clock, due: DataFrame, padded: DataFrame) -> None:
         """The run's watermark and its emitted and unmatched probe counts (summed in the write pass)."""

@@ -324,8 +324,7 @@ def inserts_only(node: Node, inputs: Collection[str]) -> bool:
     its probes' (its versioned side's changes retract nothing it emitted). An event-time one may emit
     a probe's retraction runs after it read it, but then together with the insertion it retracts,
     which waited as long: the two cancel. The run that reads a retraction of a row never inserted
-    fails (`operators.temporal`); under on_missing_retraction='ignore' it stays, and the result's
-    write rejects it (`storage.results.stage_result`)."""
+    fails, or under on_missing_retraction='ignore' drops it (`operators.temporal`)."""
     if isinstance(node, Scan):
         return node.input in inputs
     if isinstance(node, Join) and node.temporal:
