@@ -23,7 +23,10 @@ Per run:
    insert, when state still holds the version it joined). A retraction that waits for the
    watermark takes an insertion of its row that waits too (the two are emitted together and
    cancel); the run that reads one with none to take fails, or under on_missing_retraction='ignore'
-   drops it (`held_retractions`). With an insert-only probe side the output is append-only.
+   drops it (`held_retractions`). A retraction emitted in the run that reads it retracts the row it
+   joins from the result; where the result does not hold that row, the run fails, or under 'ignore'
+   the result drops the retraction (`storage.results`). With an insert-only probe side the output is
+   append-only.
 3. Versions no future on-time probe can select leave state: per key, the last entry at or
    before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
    stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.

@@ -96,15 +96,17 @@ def weighted_rows(spark: SparkSession, path: str, version: int | None, schema: S
     return rows.select(*[col(c) for c in schema.names], F.lit(weight).cast("long").alias(WEIGHT))
 
 
-def _unheld(frame: DataFrame, writer: RunWriter, message: str) -> Callable[[], None]:
+def _unheld(frame: DataFrame, writer: RunWriter, message: str | None) -> Callable[[], None]:
     """A test, for once the write pass ran, that no row of `frame` has a negative weight: a retraction
     the result cannot apply. The pass counts such rows (and writes none of them); the run then stops
-    before its commits with `message`.
+    before its commits with `message` (None: such retractions are dropped, see `_unheld_message`).
 
     State checks reject retractions of rows never inserted (in the same pass, and those errors are
     the ones a run reports), so a negative weight here means a retraction an event-time temporal
     join's probe side made of a row it never inserted (no state keeps emitted probes), a result
     table changed outside streamjoin, or a streamjoin bug."""
+    if message is None:
+        return lambda: None
     retracting = frame.where(col(WEIGHT) < 0)
     count = writer.count(retracting, -col(WEIGHT))
 
@@ -122,11 +124,19 @@ def _temporal_joins(plan: JoinPlan) -> list[str]:
     return [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
 
 
-def _not_held(plan: JoinPlan) -> str:
+def _unheld_message(plan: JoinPlan) -> str | None:
+    """Why a run fails that retracts a row its result does not hold; None where the run drops such
+    retractions instead: a model with an event-time temporal join under on_missing_retraction='ignore',
+    whose probe side may retract a row it never inserted as the run emits it (a deletion due on
+    arrival, which no state of emitted probes can check), as Flink's sink materializer drops a
+    retraction of a row it does not hold."""
     temporal = _temporal_joins(plan)
+    if temporal and plan.config.on_missing_retraction == "ignore":
+        return None
     why = (f"a probe's update or deletion reached the temporal join {temporal[0]} with a time, or after a version "
-           "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted), "
-           "or the table was changed outside streamjoin") if temporal else "was the table changed outside streamjoin?"
+           "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted, "
+           "or set on_missing_retraction='ignore' to drop such retractions), or the table was changed outside "
+           "streamjoin") if temporal else "was the table changed outside streamjoin?"
     return f"model {plan.model}'s run retracts a row its result table does not hold ({why})"
 
 
@@ -173,7 +183,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     files = delta_log.data_files(path, version)
     crowded = state.crowded_buckets(files)
     if inserts_only:  # what a retraction here means: see `_unheld`
-        verify = _unheld(change, writer, _not_held(plan) if _temporal_joins(plan) else
+        verify = _unheld(change, writer, _unheld_message(plan) if _temporal_joins(plan) else
                          f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")
         added = _expand(change.where(col(WEIGHT) > 0), names)
         level0 = state.level0(files)
@@ -292,7 +302,7 @@ def _rewrite(spark: SparkSession, change: DataFrame, schema: StructType, row_buc
                                                          F.lit(1).cast("long").alias(WEIGHT))
               .unionByName(change)
               .groupBy(*[col(c) for c in names], col(BUCKET)).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT)))
-    verify = _unheld(merged, writer, _not_held(plan))
+    verify = _unheld(merged, writer, _unheld_message(plan))
     replaced = _removals(level0, bucketed, writer.note(chosen, col(file_reads.URI)) if chosen is not None else None)
     return _expand(merged.where(col(WEIGHT) > 0), names), replaced, verify
 
@@ -314,9 +324,11 @@ def _merge(spark: SparkSession, change: DataFrame, schema: StructType, row_bucke
                          uri=file_reads.URI)
     replaced = _removals(level0, bucketed, merge.replaced) + merge.actions
 
+    message = _unheld_message(plan)
+
     def verify() -> None:
-        if merge.unheld.result():
-            raise _unheld_error(_not_held(plan), merge.examples.result(), merge.unheld.result())
+        if message is not None and merge.unheld.result():
+            raise _unheld_error(message, merge.examples.result(), merge.unheld.result())
 
     return _expand(rows.join(retracted, BUCKET, "left_anti").where(col(WEIGHT) > 0), names), replaced, verify
 
