@@ -24,6 +24,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from ..sql.plan import AsofSpec, Join
 from ..storage.appended import AppendedTable
 from ..types import JoinType, Side
+from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class AsofJoin:
     def run(self) -> DataFrame:
         x = self.x
         changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
-        touched = x.persist(reduce(DataFrame.unionByName, [
+        touched = x.persist(union_by_name([
             self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
             for s in Side]).distinct())
         old, new = {}, {}

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from functools import reduce
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
@@ -11,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..storage import delta_log
+from ..unions import union_by_name
 
 US = timedelta(microseconds=1)
 
@@ -23,7 +23,7 @@ def micros(c: Column) -> Column:
 def computed(parts: list[DataFrame]) -> list[Row]:
     """The rows of the statistics a run still has to compute, in one Spark job; none, and no job, when
     the files' footers and statistics told them all (`Executor.stored_time_range`)."""
-    return reduce(DataFrame.unionByName, parts).collect() if parts else []
+    return union_by_name(parts).collect() if parts else []
 
 
 def as_text(us: int | None) -> str | None:

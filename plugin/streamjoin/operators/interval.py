@@ -64,6 +64,7 @@ from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind, Side
+from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
 from .event_time import US, advanced, as_text, computed, micros
 from .regular import JoinSide
@@ -339,7 +340,7 @@ class IntervalJoin:
             new.select(*ident, col(n.w), zero.alias(n.deg), zero.alias(n.inc)),
             pairs.select(*ident, zero.alias(n.w), zero.alias(n.deg), col(other.w).alias(n.inc)),
         ]
-        grouped = gathered(reduce(DataFrame.unionByName, parts)).groupBy(*ident).agg(
+        grouped = gathered(union_by_name(parts)).groupBy(*ident).agg(
             *[F.sum(c).cast("long").alias(c) for c in (n.w, n.deg, n.inc)])
         return grouped.withColumn(n.time, micros(col(self.time_column[s])))
 
@@ -387,7 +388,7 @@ class IntervalJoin:
             padded.extend(side_padded)
             actions = tables[s].stage(appends, alive_from, x.writer)
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
-        output = persist(consolidate(reduce(DataFrame.unionByName, outputs + padded), list(self.node.output_columns)))
+        output = persist(consolidate(union_by_name(outputs + padded), list(self.node.output_columns)))
         self.record(clock, expired, padded, late)
         return output
 

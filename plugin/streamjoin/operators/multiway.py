@@ -26,6 +26,7 @@ from ..one_partition import gathered
 from ..sql.plan import MultiJoin
 from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
+from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
 from .regular import JoinSide, RegularJoin, problem_checks, touched_counters
 
@@ -80,7 +81,7 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
     keyed = [k.where(~s.null_key()) for k, s in zip(keyed, sides)]
 
     n_keys = len(types)
-    touched = reduce(DataFrame.unionByName, [
+    touched = union_by_name([
         k.select(*[col(c).alias(f"_k{j}") for j, c in enumerate(s.key_columns)]) for k, s in zip(keyed, sides)
     ]).distinct()
     touched = executor.persist(touched.withColumn(
@@ -98,7 +99,7 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
         tagged = [(view.old_rows(Side.LEFT, m), 0), (view.new_rows(Side.LEFT, m), 1)]
         if i == 0:
             tagged.append((null_first, 1))
-        frames.append(reduce(DataFrame.unionByName, [
+        frames.append(union_by_name([
             rows.select(*[col(c) for c in side.columns], col(WEIGHT).alias(f"{WEIGHT}{i}"),
                         F.lit(v).alias(f"{VERSION}{i}")) for rows, v in tagged]))
         executor.stage_state(states[i], view.state_changes(Side.LEFT, m, None))

@@ -36,6 +36,7 @@ from ..spec import MissingRetractionPolicy
 from ..storage import delta_log
 from ..storage.state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
 from ..types import JoinType, Side
+from ..unions import union_by_name
 from ..zset import WEIGHT, col
 
 COUNTERS_KEY = "streamjoin.counters"
@@ -197,7 +198,7 @@ class RegularJoin:
                 appends[s] = self.state_changes(s, merged[s], None)
             else:
                 appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT), *self.stamps(side))
-        return JoinResult(output=reduce(DataFrame.unionByName, parts), appends=appends, metadata=metadata,
+        return JoinResult(output=union_by_name(parts), appends=appends, metadata=metadata,
                           counters=counters, checks=checks)
 
     def appends_only(self, s: Side) -> bool:
@@ -348,7 +349,7 @@ class RegularJoin:
                                      F.lit(0).alias(IN_STATE), zero.alias(W_STORED), zero.alias(DEG_STORED),
                                      (col("_wo") if target == DEG_INC else zero).alias(DEG_INC),
                                      (col("_wo") if target == DEG_FULL else zero).alias(DEG_FULL)))
-        grouped = gathered(reduce(DataFrame.unionByName, parts)).groupBy(*[col(c) for c in names]).agg(
+        grouped = gathered(union_by_name(parts)).groupBy(*[col(c) for c in names]).agg(
             *[F.sum(c).cast("long").alias(c) for c in (W_OLD, W_DELTA, DEG_OLD, DEG_INC, DEG_FULL, W_STORED, DEG_STORED)],
             F.max(IN_STATE).alias(IN_STATE))
         deg_new = F.when(col(IN_STATE) == 1, col(DEG_OLD) + col(DEG_INC)).otherwise(col(DEG_FULL))

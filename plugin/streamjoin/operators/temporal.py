@@ -61,6 +61,7 @@ from ..sql.temporal import proc_time_columns
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
 from ..types import RowKind, Side
+from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate, from_changelog
 from .event_time import US, Clock, as_text, micros
 
@@ -190,7 +191,7 @@ class TemporalJoin:
         if self.node.join_type.preserves(Side.LEFT):
             nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in self.versions.schema.fields]
             outputs.append(padded.select(*[col(c) for c in self.probe.columns], *nulls, col(WEIGHT)))
-        output = persist(consolidate(reduce(DataFrame.unionByName, outputs), out_cols))
+        output = persist(consolidate(union_by_name(outputs), out_cols))
 
         # state
         cutoff = horizon(clock, self.lateness_us)

@@ -22,7 +22,6 @@ import logging
 import posixpath
 import time
 from contextlib import contextmanager
-from functools import reduce
 from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
@@ -41,6 +40,7 @@ from ..storage.results import stage_change_data, stage_changelog, stage_replaced
 from ..storage.tables import ModelTables
 from ..storage.writes import FileActions, RunWriter, StagedWrite
 from ..types import RowKind
+from ..unions import union_by_name
 from ..zset import bad_row_kinds_test, col
 from . import lease, rebuild, reprojection
 from .executor import Executor
@@ -287,7 +287,7 @@ class Run:
         if unknown:
             retraction = {name: col(self.plan.inputs[name].op_column).isin(RowKind.UPDATE_BEFORE.value,
                                                                             RowKind.DELETE.value) for name in unknown}
-            totals = reduce(DataFrame.unionByName, [
+            totals = union_by_name([
                 changes[name].agg(F.lit(name).alias("input"), F.count(F.lit(1)).alias("n"),
                                   F.count_if(retraction[name]).alias("retractions")) for name in unknown]).collect()
             for row in totals:

@@ -27,6 +27,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..local_rows import empty_frame, local_frame
 from ..one_partition import gathered
+from ..unions import union_by_name
 from ..zset import col
 from .delta_log import DataFile, arrow_schema
 from .filesystem import is_local, options_for
@@ -85,7 +86,7 @@ def read(spark: SparkSession, files: Sequence[DataFile], schema: StructType, *, 
                             keyed=keyed)
         frames.append(rows.select(*[F.lit(by_name[f.name]).cast(f.dataType).alias(f.name) if f.name in names
                                     else F.col(f.name) for f in schema.fields]) if names else rows)
-    return reduce(DataFrame.unionByName, frames)
+    return union_by_name(frames)
 
 
 def with_positions(schema: StructType) -> StructType:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from functools import reduce
 from typing import Callable, Sequence
 
 from pyspark.sql import Column as SparkColumn
@@ -30,6 +29,7 @@ from pyspark.sql.types import (BooleanType, DataType, LongType, StringType, Stru
 from ..local_rows import empty_frame
 from ..spec import InputSpec
 from ..types import RowKind
+from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate, from_changelog, q
 from . import delta_log, file_reads
 from .delta_log import CHANGE_TYPE, DataFile
@@ -136,7 +136,7 @@ def _cdf(spark: SparkSession, spec: InputSpec, feed: Sequence[tuple[str | None, 
                           .withColumn(spec.op_column, F.lit(CDF_KINDS[change].value)))
     if not frames:
         return empty_frame(spark, changelog_schema(spec))
-    return reduce(DataFrame.unionByName, frames)
+    return union_by_name(frames)
 
 
 def _debezium(rows: DataFrame, spec: InputSpec) -> DataFrame:

@@ -21,7 +21,6 @@ import json
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
@@ -31,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from ..one_partition import clustered
 from ..types import q
+from ..unions import union_by_name
 from ..zset import WEIGHT, col
 from .delta_log import arrow_schema
 from .filesystem import options_for
@@ -167,7 +167,7 @@ class RunWriter:
             passes = [self._wide().mapInArrow(_writer(tuple(t.spec for t in self.targets)), FILE_ROWS)]
             passes += [t.rows.mapInArrow(_merger(self._merge_spec(i)), FILE_ROWS)
                        for i, t in enumerate(self.targets) if t.merge is not None]
-            rows = reduce(DataFrame.unionByName, passes).collect()
+            rows = union_by_name(passes).collect()
         except BaseException as exc:
             for f in waiting:
                 f.set_exception(exc)
@@ -234,7 +234,7 @@ class RunWriter:
         frames += [df.selectExpr(f"{-2 - i} AS {TARGET}", NOTE)
                    for i, (df, _) in enumerate(self.notes) if df is not None]
         frames += [df.selectExpr(f"-1 AS {TARGET}") for df in self.checks]
-        wide = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+        wide = union_by_name(frames, allow_missing=True)
         return wide.coalesce(self.parallelism)
 
 
