@@ -7,11 +7,11 @@ it once: the same rows, columns and plan, a round trip per frame instead of an a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Sequence
+from typing import Sequence
 
 from pyspark.sql import DataFrame
+
+from .jvm_handles import JvmHandles
 
 
 def union_by_name(frames: Sequence[DataFrame], *, allow_missing: bool = False) -> DataFrame:
@@ -20,23 +20,8 @@ def union_by_name(frames: Sequence[DataFrame], *, allow_missing: bool = False) -
     if len(frames) == 1:
         return frames[0]
     spark = frames[0].sparkSession
-    jvm = _JvmHandles.of(spark._jvm)
+    jvm = JvmHandles.of(spark._jvm)
     plans = jvm.to_seq([frame._jdf.logicalPlan() for frame in frames])
     union = jvm.union(plans, True, allow_missing)
     return DataFrame(jvm.datasets.ofRows(spark._jsparkSession, union), spark)
 
-
-@dataclass(frozen=True)
-class _JvmHandles:
-    """The JVM members `union_by_name` calls, looked up once per JVM."""
-
-    to_seq: Any  # PythonUtils.toSeq
-    union: Any  # the Union logical plan's constructor
-    datasets: Any  # org.apache.spark.sql.classic.Dataset
-
-    @staticmethod
-    @lru_cache(maxsize=4)
-    def of(jvm: Any) -> "_JvmHandles":
-        return _JvmHandles(to_seq=jvm.org.apache.spark.api.python.PythonUtils.toSeq,
-                           union=jvm.org.apache.spark.sql.catalyst.plans.logical.Union,
-                           datasets=jvm.org.apache.spark.sql.classic.Dataset)

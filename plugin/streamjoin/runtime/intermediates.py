@@ -1,12 +1,11 @@
 """A run's shared intermediate results: computed once, kept on the executors, plan cut short."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from pyspark.sql import DataFrame
 
+from ..jvm_handles import JvmHandles
 from ..one_partition import gathered
 
 
@@ -33,7 +32,7 @@ class Intermediates:
     def keep(self, df: DataFrame) -> DataFrame:
         """`df` computed at most once this run (lazily, by the first job that reads it)."""
         spark = df.sparkSession
-        jvm = _JvmHandles.of(spark._jvm)
+        jvm = JvmHandles.of(spark._jvm)
         relation = jvm.relations.apply(jvm.memory_and_disk, df._jdf.queryExecution(), jvm.no_name)
         self.cached.append(relation)
         blocks = jvm.datasets.ofRows(spark._jsparkSession, relation).queryExecution().toRdd()
@@ -45,22 +44,3 @@ class Intermediates:
             relation.cacheBuilder().clearCache(False)
         self.cached.clear()
 
-
-@dataclass(frozen=True)
-class _JvmHandles:
-    """The JVM objects `keep` calls, looked up once per JVM: each name in a lookup is a Py4J round
-    trip (about 9 ms a kept result, 80 ms of a small run's 2 s, measured before)."""
-
-    memory_and_disk: Any
-    no_name: Any
-    relations: Any  # InMemoryRelation's companion object
-    datasets: Any  # org.apache.spark.sql.classic.Dataset
-
-    @staticmethod
-    @lru_cache(maxsize=4)
-    def of(jvm: Any) -> "_JvmHandles":
-        return _JvmHandles(
-            memory_and_disk=jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK(),
-            no_name=getattr(jvm.scala, "None$").__getattr__("MODULE$"),
-            relations=getattr(jvm.org.apache.spark.sql.execution.columnar, "InMemoryRelation$").__getattr__("MODULE$"),
-            datasets=jvm.org.apache.spark.sql.classic.Dataset)

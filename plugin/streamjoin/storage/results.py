@@ -124,15 +124,18 @@ def _temporal_joins(plan: JoinPlan) -> list[str]:
     return [n.id for n in plan.nodes() if isinstance(n, Join) and n.temporal and not n.temporal.processing_time]
 
 
-def _unheld_message(plan: JoinPlan) -> str | None:
+def _unheld_message(plan: JoinPlan, *, inserts_only: bool = False) -> str | None:
     """Why a run fails that retracts a row its result does not hold; None where the run drops such
     retractions instead: a model with an event-time temporal join under on_missing_retraction='ignore',
     whose probe side may retract a row it never inserted as the run emits it (a deletion due on
     arrival, which no state of emitted probes can check), as Flink's sink materializer drops a
-    retraction of a row it does not hold."""
+    retraction of a row it does not hold. A run planned to insert only (`inserts_only`) retracts
+    nothing unless a temporal join's probe does: any other retraction there is a streamjoin bug."""
     temporal = _temporal_joins(plan)
     if temporal and plan.config.on_missing_retraction == "ignore":
         return None
+    if inserts_only and not temporal:
+        return f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row"
     why = (f"a probe's update or deletion reached the temporal join {temporal[0]} with a time, or after a version "
            "change, that makes it join another row than its insert did (its -U/-D must repeat the row as inserted, "
            "or set on_missing_retraction='ignore' to drop such retractions), or the table was changed outside "
@@ -183,8 +186,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
     files = delta_log.data_files(path, version)
     crowded = state.crowded_buckets(files)
     if inserts_only:  # what a retraction here means: see `_unheld`
-        verify = _unheld(change, writer, _unheld_message(plan) if _temporal_joins(plan) else
-                         f"streamjoin bug: model {plan.model}'s run was to insert only, yet its change retracts a row")
+        verify = _unheld(change, writer, _unheld_message(plan, inserts_only=True))
         added = _expand(change.where(col(WEIGHT) > 0), names)
         level0 = state.level0(files)
         if len(level0) < state.LEVEL0_FILES:
