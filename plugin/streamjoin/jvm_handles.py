@@ -1,8 +1,8 @@
 """The JVM members streamjoin calls beyond PySpark's API, looked up once per JVM.
 
-Each segment of a dotted name (`jvm.org.apache.spark…`) is a Py4J reflection round trip, so a
-lookup per call cost a kept result or a union several of them (about 9 ms a kept result, 80 ms of
-a small run's 2 s, measured before): the members are looked up the first time and kept.
+Each segment of a dotted name (`jvm.org.apache.spark…`) is a Py4J reflection round trip. Looked up
+on every call, the members a kept result and a union use cost several round trips each (about 9 ms a
+kept result, 80 ms of a small run's 2 s, measured before); they are looked up the first time and kept.
 """
 from __future__ import annotations
 
