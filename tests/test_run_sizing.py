@@ -18,8 +18,11 @@ FACTORY = "spark.sql.codegen.factoryMode"
 def test_shuffles_and_codegen_grow_with_the_bytes_read():
     mb = sizing.MIN_BYTES
     assert [sizing.shuffle_partitions(n, 2) for n in (10_000, mb, 5 * mb, 10 * sizing.TARGET_BYTES)] == [1, 1, 2, 10]
-    assert [sizing.compiled_to_java(n) for n in (0, 10_000, sizing.CODEGEN_MIN_BYTES - 1,
-                                                 sizing.CODEGEN_MIN_BYTES)] == [False, False, False, True]
+    # compiled once the changes, or all the run reads, are large enough (changes, bytes read)
+    change, read = sizing.CODEGEN_MIN_CHANGE_BYTES, sizing.CODEGEN_MIN_BYTES
+    assert [sizing.compiled_to_java(c, r) for c, r in ((0, 0), (10_000, 10_000), (10_000, read - 1), (10_000, read),
+                                                       (change - 1, change - 1), (change, change))] == \
+        [False, False, False, True, False, True]
 
 
 def runs(spark, tmp_path) -> tuple[dict, list[tuple[str, str]]]:

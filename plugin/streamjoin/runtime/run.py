@@ -145,7 +145,7 @@ def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
     (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
     parallelism = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions(read_bytes, parallelism)))
-    compiled = compiled_to_java(read_bytes)
+    compiled = compiled_to_java(change_bytes, read_bytes)
     spark.conf.set("spark.sql.codegen.wholeStage", str(compiled).lower())
     spark.conf.set(CODEGEN_FACTORY, "FALLBACK" if compiled else "NO_CODEGEN")
     single = in_one_partition(change_bytes, read_bytes)
