@@ -27,16 +27,14 @@ from streamjoin.sql.compiler import compile_sql
 
 
 @contextmanager
-def compacting_at(bucket_files: int, level0_files: int, level0_rows: int | None = None) -> Iterator[None]:
-    """State compaction thresholds for the block: a bucket's files, level 0's files, and (if given) level
-    0's rows with a run's changes."""
-    saved = state.COMPACT_AT, state.LEVEL0_FILES, state.LEVEL0_ROWS
+def compacting_at(bucket_files: int, level0_files: int) -> Iterator[None]:
+    """State compaction thresholds for the block: a bucket's files, and level 0's files."""
+    saved = state.COMPACT_AT, state.LEVEL0_FILES
     state.COMPACT_AT, state.LEVEL0_FILES = bucket_files, level0_files
-    state.LEVEL0_ROWS = saved[2] if level0_rows is None else level0_rows
     try:
         yield
     finally:
-        state.COMPACT_AT, state.LEVEL0_FILES, state.LEVEL0_ROWS = saved
+        state.COMPACT_AT, state.LEVEL0_FILES = saved
 
 
 def assert_ok(outcome: dict[str, Any]) -> None:

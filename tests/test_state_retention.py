@@ -81,38 +81,6 @@ def test_result_additions_go_to_level0_which_retractions_and_crowding_fold(spark
     assert m.result == {(1, i, 100): 1 for i in (1, 2, 3, 9)}
 
 
-def test_a_run_with_many_changes_writes_them_into_bucket_files_and_a_small_one_into_level_0(spark, tmp_path):
-    """Level 0 takes a run's rows only while it stays under `LEVEL0_ROWS` with them: every run reads
-    level 0 whole, so a large run's rows in it would cost the runs after it until a fold."""
-    with compacting_at(state.COMPACT_AT, state.LEVEL0_FILES, level0_rows=50):
-        m = Scenario(spark, tmp_path, SQL, config={"state_buckets": 4}, **INPUTS)
-        path = m.tables.state("j1_left")
-        m.run(l=[insert(k, k) for k in range(60)] + [insert(3, 3)])  # with a duplicate: written as it came
-        first = live_files(path)
-        assert first and all(f["partition._bucket"] is not None for f in first)
-        m.run(l=[insert(100, 1), delete(3, 3)], r=[insert(3, 30)])
-        files = live_files(path)
-        assert [f["path"] for f in files if f["partition._bucket"] is None] and \
-            {f["path"] for f in first} <= {f["path"] for f in files}
-        m.run(l=[insert(k, k) for k in range(200, 260)], r=[insert(200, 7)])  # level 0 folded with these rows
-        assert all(f["partition._bucket"] is not None for f in live_files(path))
-    assert m.result == {**{(k, k, None): 1 for k in [*range(60), *range(201, 260)] if k != 3},
-                        (3, 3, 30): 1, (100, 1, None): 1, (200, 200, 7): 1}
-
-
-def test_a_result_s_many_additions_go_to_its_buckets_and_few_to_level_0(spark, tmp_path):
-    sql = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k"
-    with compacting_at(state.COMPACT_AT, state.LEVEL0_FILES, level0_rows=50):
-        m = Scenario(spark, tmp_path, sql, config={"state_buckets": 4}, **INPUTS)
-        m.run(r=[insert(k, 7) for k in range(60)])
-        m.run(l=[insert(k, k) for k in range(60)])  # 60 rows added, no retraction
-        first = live_files(m.tables.result)
-        assert first and all(f["partition._bucket"] is not None for f in first)
-        m.run(l=[insert(100, 1)], r=[insert(100, 7)])
-        assert [f for f in live_files(m.tables.result) if f["partition._bucket"] is None]
-    assert m.result == {**{(k, k, 7): 1 for k in range(60)}, (100, 1, 7): 1}
-
-
 def test_compaction_examples():
     assert doctest.testmod(state).failed == 0
 

@@ -64,8 +64,6 @@ class Executor:
     counted_after_writes: list[Callable[[], None]] = field(default_factory=list)
     #: per input: the files whose rows are this run's changes, column for column (None: not so stored)
     input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
-    #: the run's input changes, rows (a state side appends about as many: large appends skip level 0)
-    change_rows: int = 0
     #: per time-based join: the watermark it forwards after this run (a join of its rows reads it)
     watermarks: dict[str, int | None] = field(default_factory=dict)
     _input_max_times: dict[str, int | None] | None = field(default=None, repr=False)
@@ -282,8 +280,7 @@ class Executor:
     def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
         """Write a state table's appended rows; its commit waits for the end of the run."""
         ttl = _millis(self.plan.config.state_ttl)
-        actions = state.stage(self.spark, appends, self.writer, incoming=self.change_rows,
-                              expire_before=None if ttl is None else self.now_ms - ttl)
+        actions = state.stage(self.spark, appends, self.writer, expire_before=None if ttl is None else self.now_ms - ttl)
         self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {}),
                                        optional=state.version is not None))
 

@@ -334,8 +334,7 @@ class Run:
                                         self.intermediates.keep, writer, int(manifest["started"] * 1000),
                                         {name: o["end"] for name, o in offsets.items()},
                                         {name: o["start"] for name, o in offsets.items()},
-                                        input_files={name: read.files for name, read in reads.items()},
-                                        change_rows=sum(counts.values()))
+                                        input_files={name: read.files for name, read in reads.items()})
                     output, replaced = executor.output(), None
                     if reproject:
                         output, replaced = reprojection.output_change(executor, output,
@@ -343,8 +342,7 @@ class Run:
                     output = self.intermediates.keep(output)
                     if replaced is None:
                         result = stage_result(self.spark, output, self.plan, self.tables, versions, writer,
-                                              inserts_only=executor.output_inserts_only() and not reproject,
-                                              incoming=executor.change_rows)
+                                              inserts_only=executor.output_inserts_only() and not reproject)
                     else:  # the output's columns changed: the result is replaced whole
                         result = stage_replaced_result(self.spark, self.intermediates.keep(replaced), output,
                                                        self.plan, self.tables, writer)

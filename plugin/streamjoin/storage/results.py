@@ -163,20 +163,18 @@ class StagedResult:
 
 def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables: ModelTables,
                  versions: Mapping[str, int | None], writer: RunWriter, *,
-                 inserts_only: bool, incoming: int = 0) -> StagedResult:
+                 inserts_only: bool) -> StagedResult:
     """Apply the run's change to the result, inside the run's write pass.
 
     A change that holds no retraction (`inserts_only`) goes to level 0, as in state tables: files
     of rows of any bucket (partition NULL), written with no shuffle. Any other change folds level 0
     into buckets and rewrites the buckets it retracts from; which ones those are is found in the
     pass itself, and the files it replaced come back to the driver as notes. A change without
-    retractions that finds level 0 holding `LEVEL0_FILES` files, or `LEVEL0_ROWS` rows with the
-    `incoming` rows the run expects to add (its changes), writes level 0 and itself to their
-    buckets: a retracting run reads level 0 whole. A bucket holding `state.COMPACT_AT` files is
-    compacted by the next run that writes to buckets: a fold merges its small files with the rows it
-    brings (`state.merged_files`; a result's files are plain rows, so merging them is writing them
-    together), a retracting run merges it whole as it merges the buckets it retracts from. The rows
-    added and retracted are counters."""
+    retractions that finds level 0 holding `LEVEL0_FILES` files writes level 0 and itself to their
+    buckets. A bucket holding `state.COMPACT_AT` files is compacted by the next run that writes to
+    buckets: a fold merges its small files with the rows it brings (`state.merged_files`; a result's
+    files are plain rows, so merging them is writing them together), a retracting run merges it whole
+    as it merges the buckets it retracts from. The rows added and retracted are counters."""
     names = plan.output_names
     schema = output_schema(output)
     path, version = tables.result, versions.get(tables.result)
@@ -191,7 +189,7 @@ def stage_result(spark: SparkSession, output: DataFrame, plan: JoinPlan, tables:
         verify = _unheld(change, writer, _unheld_message(plan, inserts_only=True))
         added = _expand(change.where(col(WEIGHT) > 0), names)
         level0 = state.level0(files)
-        if len(level0) < state.LEVEL0_FILES and sum(f.num_records for f in level0) + incoming < state.LEVEL0_ROWS:
+        if len(level0) < state.LEVEL0_FILES:
             actions = writer.write(added.drop(BUCKET), path, partition={BUCKET: None})
         else:  # level 0 is full: its rows, the crowded buckets' small files and the change go to new bucket files
             merged = level0 + [f for fs in crowded.values() for f in state.merged_files(fs)]

@@ -9,10 +9,9 @@ up to its size, see `merged_files`). A read takes level 0 and
 the files of the touched buckets, and keeps the rows of the touched keys; the caller sums
 them. Where the join key is a stored column Arrow compares as Spark does, the tasks reading
 the bucket files keep only the touched keys' rows, so Spark receives those rather than whole
-buckets. Level 0 is folded once it holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, counting
-those the run brings, so a run reads few rows of it: a large run's rows go straight to bucket
-files. A run therefore writes in proportion to its changes and hands Spark rows in proportion to
-the state of the keys it touches.
+buckets. Level 0 is folded once it holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, so a run
+reads few rows of it. A run therefore writes in proportion to its changes and hands Spark
+rows in proportion to the state of the keys it touches.
 """
 from __future__ import annotations
 
@@ -159,39 +158,33 @@ class StateTable:
         return rows.join(keys, cond, "left_semi")
 
     def stage(self, spark: SparkSession, changes: DataFrame, writer: RunWriter, *,
-              expire_before: int | None = None, incoming: int = 0) -> FileActions:
+              expire_before: int | None = None) -> FileActions:
         """Stage appended rows (schema columns, weight, degree, updated, bucket) with the run's writer.
 
-        The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files, or `LEVEL0_ROWS` rows with the
-        `incoming` rows the run expects to append (its changes), or a bucket `COMPACT_AT` files, the run
-        compacts instead: level 0, the crowded buckets' small files (`merged_files`) and its changes are
-        consolidated into per-bucket files (dropping rows that summed to nothing; with nothing old to fold
-        in, the run's rows are written as they came, as level 0 would hold them), and the old files
-        removed. So a large run's rows go straight into sorted bucket files: in level 0, every later run
-        would read them all until a fold. With `expire_before` the crowded buckets are merged whole, as
-        expiry needs every row of a key in hand, and rows idle since before it are dropped from them.
+        The rows go to level 0. Once level 0 holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, or a bucket
+        `COMPACT_AT` files, the run compacts instead: level 0, the crowded buckets' small files (`merged_files`)
+        and its changes are consolidated into per-bucket files (dropping rows that summed to nothing), and
+        the old files removed. With `expire_before` the crowded buckets are merged whole, as expiry needs
+        every row of a key in hand, and rows idle since before it are dropped from them.
         """
         names = [f.name for f in self.stored_schema.fields]
         files = delta_log.data_files(self.path, self.version)
         unbucketed = level0(files)
         crowded = crowded_buckets(files)
-        held = sum(f.num_records for f in unbucketed)
-        if not crowded and len(unbucketed) < LEVEL0_FILES and held + incoming < LEVEL0_ROWS:
+        if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
         old_files = unbucketed + [f for b in sorted(crowded) for f in (
             crowded[b] if expire_before is not None else merged_files(crowded[b]))]
+        old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
+            BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
-        rows = changes.select(*stored)  # with no old file to fold in, the run's fragments as level 0 would hold them
-        if old_files:
-            old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
-                BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
-            data = [f.name for f in self.schema.fields]
-            sums = [F.sum(col(WEIGHT)).cast("long").alias(WEIGHT)]
-            if self.tracks_degree:
-                sums.append(F.sum(col(DEGREE)).cast("long").alias(DEGREE))
-            rows = (old.select(*stored).unionByName(rows)
-                    .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
-                    .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
+        data = [f.name for f in self.schema.fields]
+        sums = [F.sum(col(WEIGHT)).cast("long").alias(WEIGHT)]
+        if self.tracks_degree:
+            sums.append(F.sum(col(DEGREE)).cast("long").alias(DEGREE))
+        rows = (old.select(*stored).unionByName(changes.select(*stored))
+                .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
+                .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
         if expire_before is not None and crowded:
             rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(sorted(crowded)))
         # each bucket's file sorted by key: a read of a few keys skips the row groups that hold none (`file_reads`)
