@@ -27,14 +27,15 @@ from streamjoin.sql.compiler import compile_sql
 
 
 @contextmanager
-def compacting_at(bucket_files: int, level0_files: int) -> Iterator[None]:
-    """State compaction thresholds for the block: a bucket's files, and level 0's files."""
-    saved = state.COMPACT_AT, state.LEVEL0_FILES
+def compacting_at(bucket_files: int, level0_files: int, level0_rows: int | None = None) -> Iterator[None]:
+    """State compaction thresholds for the block: a bucket's files, level 0's files (and its rows)."""
+    saved = state.COMPACT_AT, state.LEVEL0_FILES, state.LEVEL0_ROWS
     state.COMPACT_AT, state.LEVEL0_FILES = bucket_files, level0_files
+    state.LEVEL0_ROWS = state.LEVEL0_ROWS if level0_rows is None else level0_rows
     try:
         yield
     finally:
-        state.COMPACT_AT, state.LEVEL0_FILES = saved
+        state.COMPACT_AT, state.LEVEL0_FILES, state.LEVEL0_ROWS = saved
 
 
 def assert_ok(outcome: dict[str, Any]) -> None:

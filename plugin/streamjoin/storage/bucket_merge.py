@@ -60,13 +60,13 @@ def merged(held: pa.Table, change: pa.Table) -> pa.Table:
     names = held.column_names
     ones = held.append_column(WEIGHT, pa.array(np.ones(held.num_rows, np.int64)))
     rows = pa.concat_tables([ones, change.select([*names, WEIGHT]).cast(ones.schema)])
-    rows = pa.table([_normalized(rows[n]) for n in names] + [rows[WEIGHT]], names=[*names, WEIGHT])
+    rows = pa.table([normalized(rows[n]) for n in names] + [rows[WEIGHT]], names=[*names, WEIGHT])
     summed = rows.group_by(names, use_threads=False).aggregate([(WEIGHT, "sum")])
     out = summed.select(names).append_column(WEIGHT, summed[f"{WEIGHT}_sum"])
     return out.filter(pc.not_equal(out[WEIGHT], 0))
 
 
-def _normalized(values: pa.ChunkedArray) -> pa.ChunkedArray:
+def normalized(values: pa.ChunkedArray) -> pa.ChunkedArray:
     """Floating-point values with -0.0 as 0.0 and one NaN, as Spark groups them; others as they are."""
     if not pa.types.is_floating(values.type):
         return values
@@ -105,7 +105,7 @@ def applied(held: pa.Table, change: pa.Table) -> tuple[pa.Table, pa.Table]:
     names = held.column_names
     maybe = np.ones(held.num_rows, bool)
     for name in names:
-        maybe &= pc.is_in(_normalized(held[name]), value_set=gone[name].combine_chunks(),
+        maybe &= pc.is_in(normalized(held[name]), value_set=gone[name].combine_chunks(),
                           skip_nulls=False).to_numpy(zero_copy_only=False)
     at = np.flatnonzero(maybe)
     if len(at) > COMPARED + 8 * gone.num_rows:
@@ -115,7 +115,7 @@ def applied(held: pa.Table, change: pa.Table) -> tuple[pa.Table, pa.Table]:
     owed = dict(zip(keys, (-w for w in gone[WEIGHT].to_pylist())))
     dropped = np.zeros(held.num_rows, bool)
     candidates = held.take(pa.array(at)).select(names)
-    for position, key in zip(at, _keys(pa.table([_normalized(candidates[n]) for n in names], names=names))):
+    for position, key in zip(at, _keys(pa.table([normalized(candidates[n]) for n in names], names=names))):
         if owed.get(key, 0) > 0:
             owed[key] -= 1
             dropped[position] = True

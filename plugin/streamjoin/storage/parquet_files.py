@@ -2,8 +2,9 @@
 
 Each task keeps one open Parquet file per table and partition it has rows for, written with
 pyarrow through the filesystem of the table's URI, and reports each file (path relative to
-the table, size, partition values, Delta statistics from its footer) as one row. Counter
-values are summed per task and reported as one row each, a note's distinct texts as a row each.
+the table, size, partition values, Delta statistics from its footer) as one row; a folded table's
+rows are consolidated first (`arrow_fold`). Counter values are summed per task and reported as one
+row each, a note's distinct texts as a row each.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .arrow_fold import Folding
 from .file_stats import file_stats
 from .filesystem import filesystem as storage_filesystem
 from .write_specs import NOTE, TARGET, VALUE, TargetSpec
@@ -73,6 +75,16 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
     files: dict[tuple[int, tuple], OpenFile] = {}
     sums: dict[int, int] = {}
     notes: set[tuple[int, str]] = set()
+    foldings = {i: Folding(spec.fold) for i, spec in enumerate(specs) if spec.fold is not None}
+
+    def put(target: int, table: pa.Table) -> None:
+        spec = specs[target]
+        for values, part in _split(table, spec.partition_by):
+            key = (target, tuple(values.items()))
+            if key not in files:
+                files[key] = open_file(spec, values, part.schema, task)
+            files[key].writer.write_table(part)
+
     for batch in batches:
         targets = batch.column(TARGET)
         for target in pc.unique(targets).to_pylist():
@@ -87,11 +99,11 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
                 continue
             spec = specs[target]
             table = pa.Table.from_batches([batch.select(list(spec.wide)).filter(mine)]).rename_columns(list(spec.names))
-            for values, part in _split(table, spec.partition_by):
-                key = (target, tuple(values.items()))
-                if key not in files:
-                    files[key] = open_file(spec, values, part.schema, task)
-                files[key].writer.write_table(part)
+            for rows in foldings[target].add(table) if target in foldings else [table]:
+                put(target, rows)
+    for target, folding in foldings.items():
+        for rows in folding.finish():
+            put(target, rows)
     yield report([(target, f) for (target, _), f in files.items()], sums, sorted(notes))
 
 

@@ -9,15 +9,18 @@ up to its size, see `merged_files`). A read takes level 0 and
 the files of the touched buckets, and keeps the rows of the touched keys; the caller sums
 them. Where the join key is a stored column Arrow compares as Spark does, the tasks reading
 the bucket files keep only the touched keys' rows, so Spark receives those rather than whole
-buckets. Level 0 is folded once it holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, so a run
-reads few rows of it. A run therefore writes in proportion to its changes and hands Spark
-rows in proportion to the state of the keys it touches.
+buckets; so do the tasks reading level 0 once it holds `LEVEL0_ROWS` rows (after a large run).
+Level 0 is folded once it holds `LEVEL0_FILES` files or `LEVEL0_ROWS` rows, so a run
+reads few rows of it. A fold's rows are summed in Arrow as the write pass writes them
+(`arrow_fold`), where Arrow groups the columns as Spark does. A run therefore writes in
+proportion to its changes and hands Spark rows in proportion to the state of the keys it touches.
 """
 from __future__ import annotations
 
 import enum
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import reduce
 from typing import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,8 +30,9 @@ from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongTy
 
 from ..one_partition import clustered
 from ..zset import WEIGHT, col
-from . import delta_log, file_reads
+from . import bucket_merge, delta_log, file_reads
 from .file_reads import read_chosen
+from .write_specs import FoldSpec
 from .writes import FileActions, RunWriter
 
 COMPACT_AT = 8  # files in one bucket that trigger its compaction
@@ -147,9 +151,13 @@ class StateTable:
         if touched is None:
             return with_keys(file_reads.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched,
-                             keys=list(zip(self.key_columns, self.file_keys)))
-        rows = with_keys(file_reads.read(spark, level0(files), self.stored_schema).unionByName(chosen))
+        keys = tuple(zip(self.key_columns, self.file_keys))
+        chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched, keys=keys)
+        unbucketed = level0(files)
+        large = keys and sum(f.num_records for f in unbucketed) >= LEVEL0_ROWS
+        held = file_reads.read(spark, unbucketed, self.stored_schema,
+                               keyed=file_reads.WantedKeys(touched, keys) if large else None)
+        rows = with_keys(held.unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
         for k in self.key_columns:
@@ -178,19 +186,28 @@ class StateTable:
         old = file_reads.read(spark, old_files, self.stored_schema).withColumn(
             BUCKET, F.pmod(F.xxhash64(*[F.expr(e) for e in self.bucket_exprs]), F.lit(self.buckets)).cast("int"))
         stored = [col(c) for c in names + [BUCKET]]
-        data = [f.name for f in self.schema.fields]
-        sums = [F.sum(col(WEIGHT)).cast("long").alias(WEIGHT)]
-        if self.tracks_degree:
-            sums.append(F.sum(col(DEGREE)).cast("long").alias(DEGREE))
-        rows = (old.select(*stored).unionByName(changes.select(*stored))
-                .groupBy(*[col(c) for c in data + [BUCKET]]).agg(*sums, F.max(col(UPDATED)).alias(UPDATED))
-                .where((col(WEIGHT) != 0) | ((col(DEGREE) != 0) if self.tracks_degree else F.lit(False))))
-        if expire_before is not None and crowded:
-            rows = rows.where((col(UPDATED) >= F.lit(expire_before)) | ~col(BUCKET).isin(sorted(crowded)))
+        rows = old.select(*stored).unionByName(changes.select(*stored))
+        expiring = tuple(sorted(crowded)) if expire_before is not None else ()
+        fold = FoldSpec(sums=(WEIGHT, DEGREE) if self.tracks_degree else (WEIGHT,), latest=UPDATED, partition=BUCKET,
+                        expire_before=expire_before, expiring=expiring)
+        if not bucket_merge.mergeable(self.schema):
+            rows, fold = self._folded(rows, fold), None
         # each bucket's file sorted by key: a read of a few keys skips the row groups that hold none (`file_reads`)
-        sorted_rows = clustered(rows.select(*stored), col(BUCKET)).sortWithinPartitions(
-            col(BUCKET), *[col(k) for k in self.file_keys])
-        return writer.write(sorted_rows, self.path, partition_by=[BUCKET]) + delta_log.remove_actions(old_files)
+        sorted_rows = clustered(rows, col(BUCKET)).sortWithinPartitions(col(BUCKET), *[col(k) for k in self.file_keys])
+        actions = writer.write(sorted_rows, self.path, partition_by=[BUCKET], fold=fold)
+        return actions + delta_log.remove_actions(old_files)
+
+    def _folded(self, rows: DataFrame, fold: FoldSpec) -> DataFrame:
+        """`rows` folded by Spark as the write pass folds them in Arrow (`arrow_fold.folded`): for columns
+        that Arrow does not group as Spark does."""
+        names = [c.name for c in self.commit_schema.fields]
+        summed = [F.sum(col(s)).cast("long").alias(s) for s in fold.sums]
+        rows = (rows.groupBy(*[col(c) for c in names if c not in fold.sums and c != fold.latest])
+                .agg(*summed, F.max(col(fold.latest)).alias(fold.latest))
+                .where(reduce(lambda a, b: a | b, [col(s) != 0 for s in fold.sums])))
+        if fold.expiring:
+            rows = rows.where((col(fold.latest) >= F.lit(fold.expire_before)) | ~col(BUCKET).isin(list(fold.expiring)))
+        return rows.select(*[col(c) for c in names])
 
     @property
     def commit_schema(self) -> StructType:

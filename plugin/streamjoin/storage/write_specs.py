@@ -27,6 +27,18 @@ def merge_column(position: int) -> str:
 
 
 @dataclass(frozen=True)
+class FoldSpec:
+    """How a task consolidates a target's rows before writing them (`arrow_fold`): the rows of a Z-set
+    (`state.StateTable.stage`), arriving grouped by `partition`; one row per distinct row is written."""
+
+    sums: tuple[str, ...]  # summed per distinct row; a row whose sums are all 0 is dropped
+    latest: str  # its largest value per distinct row is kept
+    partition: str  # the column the rows arrive grouped by (each value's rows one after another)
+    expire_before: int | None = None  # rows of the `expiring` partitions whose `latest` is below it are dropped
+    expiring: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class TargetSpec:
     """What an executor needs to write one table's rows: where, which wide columns, how partitioned."""
 
@@ -37,6 +49,7 @@ class TargetSpec:
     partition_by: tuple[str, ...]  # columns whose values make the files' partition folders
     partition: tuple[tuple[str, str | None], ...]  # fixed partition values of every file
     options: tuple[tuple[str, str], ...] = ()  # the root's storage options (see `storage.filesystem`)
+    fold: FoldSpec | None = None  # consolidate the rows before writing them
 
 
 @dataclass(frozen=True)

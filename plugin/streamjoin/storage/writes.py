@@ -34,8 +34,8 @@ from ..unions import union_by_name
 from ..zset import WEIGHT, col
 from .delta_log import arrow_schema
 from .filesystem import options_for
-from .write_specs import (FILE_ROWS, MERGE_BUCKET, MERGE_URI, MERGE_WEIGHT, NOTE, TARGET, VALUE, MergeSpec,
-                          TargetSpec, merge_column)
+from .write_specs import (FILE_ROWS, MERGE_BUCKET, MERGE_URI, MERGE_WEIGHT, NOTE, TARGET, VALUE, FoldSpec,
+                          MergeSpec, TargetSpec, merge_column)
 
 
 Action = AddAction | RemoveAction
@@ -106,18 +106,21 @@ class RunWriter:
         self.ran = False
 
     def write(self, df: DataFrame, path: str, *, partition_by: Sequence[str] = (),
-              partition: Mapping[str, str | None] | None = None, folder: str = "data") -> FileActions:
+              partition: Mapping[str, str | None] | None = None, folder: str = "data",
+              fold: FoldSpec | None = None) -> FileActions:
         """Stage a DataFrame's rows as new files of the table at `path` (under its `folder`); its
         actions come with `run`.
 
         `partition_by` columns split the rows into Hive-style partition folders (and are not stored
-        in the files); rows written without them get the fixed `partition` values in every file."""
+        in the files); rows written without them get the fixed `partition` values in every file.
+        With `fold` the tasks consolidate the rows before writing them (`arrow_fold`): `df` must hold
+        each value of the fold's partition column in one partition, its rows one after another."""
         fields = df.schema.fields
         spec = TargetSpec(root=path, folder=f"{folder}/{self.tag}-{uuid.uuid4().hex[:12]}",
                           wide=self._slots([f.dataType.simpleString() for f in fields]),
                           names=tuple(f.name for f in fields),
                           partition_by=tuple(partition_by), partition=tuple((partition or {}).items()),
-                          options=tuple(options_for(path).items()))
+                          options=tuple(options_for(path).items()), fold=fold)
         target = _Target(spec, df)
         self.targets.append(target)
         return FileActions([target.done])
