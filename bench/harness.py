@@ -164,19 +164,25 @@ class Bench:
             self.points.append({**point, "batch": batch, "run": run})
             if batch in compare_at:
                 self.compare(workload, stream, state + batch, model)
+            if small_runs and batch == max(batches):  # what the runs after a large one pay for it
+                self.small(model, stream, state + batch, after=batch)
         if small_runs:
             restore()
             self.small(model, stream, state)
         shutil.rmtree(saved, ignore_errors=True)
 
-    def small(self, model: systems.StreamjoinModel, stream: dict[str, pa.Table], state: int) -> int:
+    def small(self, model: systems.StreamjoinModel, stream: dict[str, pa.Table], state: int,
+              after: int | None = None) -> int:
         """``small_runs`` consecutive runs of ``small_batch`` changes each on a warm session, from
-        ``state``: the fixed cost of a run. Returns the changes the model has read after them."""
+        ``state``: the fixed cost of a run; ``after``: the changes of the large run they follow (its
+        rows are still in level 0: the first of them folds them). Returns the changes the model has
+        read after them."""
         batch, runs = self.sizes.small_batch, []
         for i in range(self.sizes.small_runs):
             model.append(wl.cut(stream, state + i * batch, state + (i + 1) * batch))
-            runs.append(self._run(model, "small", state + i * batch, batch))
-        self.series.append({"workload": model.workload.name, "state": state, "batch": batch, "runs": runs})
+            runs.append(self._run(model, "small" if after is None else "after", state + i * batch, batch))
+        series = {"workload": model.workload.name, "state": state, "batch": batch, "runs": runs}
+        self.series.append(series if after is None else {**series, "after": after})
         return state + len(runs) * batch
 
     def retractions(self, workload: wl.Workload) -> None:
@@ -327,7 +333,7 @@ class Bench:
         sizes = self.sizes
         top = max(sizes.state_sizes)
         one_percent = max(1, top // 100)
-        need = max(sizes.fixed_state + max(max(sizes.batch_sizes), sizes.small_batch * sizes.small_runs),
+        need = max(sizes.fixed_state + max(sizes.batch_sizes) + sizes.small_batch * sizes.small_runs,
                    top + max(sizes.state_batch, one_percent))
         stream = wl.stream(workload, need)
         for state in sorted(set(sizes.state_sizes) | {sizes.fixed_state}):

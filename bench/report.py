@@ -20,7 +20,8 @@ def _points(results: dict[str, Any], workload: str) -> list[dict[str, Any]]:
 
 
 def _series(results: dict[str, Any], workload: str) -> list[dict[str, Any]]:
-    return [s for s in results.get("series", []) if s["workload"] == workload]
+    """The workload's series of small runs from a loaded state (not those following a large run)."""
+    return [s for s in results.get("series", []) if s["workload"] == workload and "after" not in s]
 
 
 def _series_figures(series: dict[str, Any]) -> dict[str, list[Any]]:
@@ -373,19 +374,27 @@ def _small_runs(results: dict[str, Any]) -> list[str]:
     if not results.get("series"):
         return []
     lines = ["## Small runs (the fixed cost of a run)", "",
-             "Consecutive runs of a small batch each on a warm session, from the given state.", "",
-             "| workload | state | batch | runs | median s | fastest s | slowest s | Spark jobs per run | "
+             "Consecutive runs of a small batch each on a warm session, from the given state. A series after a "
+             "large run starts right after it: its first run reads and folds the large run's rows.", "",
+             "| workload | state | batch | runs | first s | median s | fastest s | slowest s | Spark jobs per run | "
              "median s in Spark jobs | median s in Catalyst's rules | load |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in results["series"]:
         times = [r["seconds"] for r in s["runs"]]
         jobs = sorted({r["spark_jobs"] for r in s["runs"]})
-        lines.append(f"| {s['workload']} | {s['state']:,} | {s['batch']:,} | {len(times)} | {median_seconds(s):.2f} | "
+        lines.append(f"| {s['workload']} | {_state(s)} | {s['batch']:,} | {len(times)} | {times[0]:.2f} | "
+                     f"{median_seconds(s):.2f} | "
                      f"{min(times):.2f} | {max(times):.2f} | {'/'.join(map(str, jobs))} | "
                      f"{_median_of(s['runs'], 'spark_job_seconds')} | {_median_of(s['runs'], 'catalyst_seconds')} | "
                      f"{_load(s['runs'][0]['load_before'])} |")
     return lines + ["", "Spark jobs: wall time with a job running. Catalyst's rules: analysis, optimization and "
                     "adaptive re-planning on the driver (some of it inside the jobs).", "", *_cpu_split(results)]
+
+
+def _state(series: dict[str, Any]) -> str:
+    """A series' state, and the large run it follows."""
+    after = f" (after a {series['after']:,}-change run)" if "after" in series else ""
+    return f"{series['state']:,}{after}"
 
 
 def _cpu_split(results: dict[str, Any]) -> list[str]:
@@ -400,7 +409,7 @@ def _cpu_split(results: dict[str, Any]) -> list[str]:
     for s in measured:
         runs = [r["cpu_seconds"] for r in s["runs"] if r.get("cpu_seconds")]
         cells = [f"{statistics.median(r[part] for r in runs):.2f}" for part in CPU_PARTS]
-        lines.append(f"| {s['workload']} | {s['state']:,} | {s['batch']:,} | {median_seconds(s):.2f} | "
+        lines.append(f"| {s['workload']} | {_state(s)} | {s['batch']:,} | {median_seconds(s):.2f} | "
                      + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -70,8 +70,16 @@ def test_the_small_runs_table_splits_a_run_into_jobs_and_planning() -> None:
         run["catalyst_seconds"] = planned
     older = _series("q20_churn", 20_000, [1.0])  # measured before Catalyst's time was recorded
     rows = [line for line in report._small_runs({"series": [measured, older]}) if line.startswith("| q20")]
-    assert rows[0].split(" | ")[8:10] == ["0.60", "0.40"]  # medians: jobs (half of each run here), Catalyst
-    assert rows[1].split(" | ")[8:10] == ["0.50", "-"]
+    assert rows[0].split(" | ")[9:11] == ["0.60", "0.40"]  # medians: jobs (half of each run here), Catalyst
+    assert rows[1].split(" | ")[9:11] == ["0.50", "-"]
+
+
+def test_a_series_after_a_large_run_is_shown_as_such_and_is_not_the_fixed_cost() -> None:
+    steady = _series("q20", 20_000, [0.3, 0.4, 0.5])
+    after = {**_series("q20", 1_020_000, [5.0, 1.0, 0.9]), "after": 1_000_000}
+    assert report._fixed_cost({"series": [steady, after]})["measured"] == 0.4
+    rows = [line for line in report._small_runs({"series": [steady, after]}) if line.startswith("| q20")]
+    assert rows[1].split(" | ")[1:6] == ["1,020,000 (after a 1,000,000-change run)", "1,000", "3", "5.00", "1.00"]
 
 
 def test_the_small_runs_split_their_cpu_by_what_used_it() -> None:
