@@ -13,7 +13,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pytest
 from pyspark.sql import SparkSession
@@ -141,3 +141,17 @@ class Scenario:
 
     def versions(self) -> dict[str, int | None]:
         return self.runner.versions()
+
+
+def runs_match_batch(model: Scenario, sql: str, inputs: dict[str, Sequence[tuple[str, str]]],
+                     runs: Sequence[dict[str, list]], same: Callable[[Counter], Any] = lambda rows: rows) -> None:
+    """Perform `runs` on `model`: after each, its result is the batch evaluation of `sql` over every change
+    so far (the two compared as `same` shows them)."""
+    from oracle import batch_result
+
+    seen: dict[str, list] = {name: [] for name in inputs}
+    for i, run in enumerate(runs):
+        model.run(**run)
+        for name, rows in run.items():
+            seen[name] += rows
+        assert same(model.result) == same(batch_result(model.runner.spark, sql, inputs, seen)), f"run {i}: {sql}"

@@ -20,8 +20,7 @@ from streamjoin.storage import arrow_fold, bucket_merge
 from streamjoin.storage.arrow_fold import Folding, folded
 from streamjoin.storage.write_specs import FoldSpec
 
-from oracle import batch_result
-from scenario import Scenario, compacting_at, delete, insert
+from scenario import Scenario, compacting_at, delete, insert, runs_match_batch
 
 INPUTS = {"l": [("k", "int"), ("x", "double"), ("s", "string")], "r": [("k", "int"), ("d", "double")]}
 SQL = "SELECT l.k, l.x, l.s, r.d FROM l FULL JOIN r ON l.k <=> r.k"
@@ -45,13 +44,8 @@ def folded_state(spark, root: Path) -> dict[str, list[list[dict]]]:
     """The runs' state tables after every run folded level 0: each table's files, each file's rows."""
     with compacting_at(2, 1):
         model = Scenario(spark, root, SQL, **INPUTS)
-        seen: dict[str, list] = {"l": [], "r": []}
-        for i, run in enumerate(RUNS):
-            model.run(**run)
-            for name, rows in run.items():
-                seen[name] += rows
-            assert Counter({tuple(map(shown, r)): n for r, n in model.result.items()}) == Counter(
-                {tuple(map(shown, r)): n for r, n in batch_result(spark, SQL, INPUTS, seen).items()}), f"run {i}"
+        runs_match_batch(model, SQL, INPUTS, RUNS, lambda rows: Counter({tuple(map(shown, r)): n
+                                                                          for r, n in rows.items()}))
     return {Path(path).name: [pq.read_table(uri).to_pylist() for uri in DeltaTable(path).file_uris()]
             for path in model.tables.state_tables()}
 

@@ -17,8 +17,7 @@ from pyspark.sql.types import DateType, DoubleType, IntegerType, LongType, Strin
 from streamjoin.storage.file_reads import rows_with_keys
 from streamjoin.storage.state import plain_key_columns
 
-from oracle import batch_result
-from scenario import Scenario, compacting_at
+from scenario import Scenario, compacting_at, runs_match_batch
 from test_regular_properties import changelog_runs
 
 INPUTS = {"l": [("s", "string"), ("d", "date"), ("v", "int")], "r": [("s", "string"), ("d", "date"), ("w", "bigint")]}
@@ -33,22 +32,12 @@ STRINGS = st.sampled_from([None, "a", "b", "A", "é"])
 DATES = st.sampled_from([None, dt.date(2024, 1, 1), dt.date(1969, 12, 31)])
 
 
-def check_runs(spark, root, sql: str, changes: list[dict]) -> None:
-    model = Scenario(spark, root, sql, **INPUTS)
-    seen: dict[str, list] = {"l": [], "r": []}
-    for i, run in enumerate(changes):
-        model.run(**run)
-        for name, rows in run.items():
-            seen[name] += rows
-        assert model.result == batch_result(spark, sql, INPUTS, seen), f"run {i}: {sql}"
-
-
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 @given(sql=st.sampled_from(JOINS),
        changes=changelog_runs(rows={name: st.tuples(STRINGS, DATES, st.integers(0, 2)) for name in INPUTS}))
 def test_keyed_reads_of_bucketed_state_match_batch(spark, tmp_path_factory, sql, changes):
     with compacting_at(1, 1):  # every run folds level 0, so later runs read bucket files
-        check_runs(spark, tmp_path_factory.mktemp("k"), sql, changes)
+        runs_match_batch(Scenario(spark, tmp_path_factory.mktemp("k"), sql, **INPUTS), sql, INPUTS, changes)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
@@ -57,7 +46,7 @@ def test_keyed_reads_of_bucketed_state_match_batch(spark, tmp_path_factory, sql,
 def test_keyed_reads_of_a_large_level0_match_batch(spark, tmp_path_factory, sql, changes):
     # level 0 counts as large from one row: a run that finds rows there reads them by key, then folds them
     with compacting_at(8, 16, level0_rows=1):
-        check_runs(spark, tmp_path_factory.mktemp("l0"), sql, changes)
+        runs_match_batch(Scenario(spark, tmp_path_factory.mktemp("l0"), sql, **INPUTS), sql, INPUTS, changes)
 
 
 def test_only_bare_columns_of_exactly_comparable_types_filter_in_arrow():

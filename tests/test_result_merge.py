@@ -23,8 +23,7 @@ from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, NullType, Str
 from streamjoin.storage import bucket_merge
 from streamjoin.storage.bucket_merge import WEIGHT, expanded, merged, mergeable
 
-from oracle import batch_result
-from scenario import Scenario, compacting_at, delete, insert
+from scenario import Scenario, compacting_at, delete, insert, runs_match_batch
 from test_regular_properties import changelog_runs
 
 INPUTS = {"l": [("k", "int"), ("x", "double"), ("s", "string")],
@@ -46,13 +45,7 @@ def comparable(rows: Counter) -> Counter:
 
 def check_runs(spark, root, sql: str, changes: list[dict]) -> None:
     with compacting_at(2, 1):  # every retracting run folds level 0, so later runs merge bucket files (and crowded ones)
-        model = Scenario(spark, root, sql, **INPUTS)
-        seen: dict[str, list] = {"l": [], "r": []}
-        for i, run in enumerate(changes):
-            model.run(**run)
-            for name, rows in run.items():
-                seen[name] += rows
-            assert comparable(model.result) == comparable(batch_result(spark, sql, INPUTS, seen)), f"run {i}: {sql}"
+        runs_match_batch(Scenario(spark, root, sql, **INPUTS), sql, INPUTS, changes, comparable)
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
