@@ -151,12 +151,12 @@ class StateTable:
         if touched is None:
             return with_keys(file_reads.read(spark, files, self.stored_schema))
         bucketed = [f for f in files if f.partition[BUCKET] is not None]
-        keys = tuple(zip(self.key_columns, self.file_keys))
-        chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched, keys=keys)
+        stored_keys = tuple(zip(self.key_columns, self.file_keys))
+        chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched, keys=stored_keys)
         unbucketed = level0(files)
-        large = keys and sum(f.num_records for f in unbucketed) >= LEVEL0_ROWS
+        large = bool(stored_keys) and sum(f.num_records for f in unbucketed) >= LEVEL0_ROWS
         held = file_reads.read(spark, unbucketed, self.stored_schema,
-                               keyed=file_reads.WantedKeys(touched, keys) if large else None)
+                               keyed=file_reads.WantedKeys(touched, stored_keys) if large else None)
         rows = with_keys(held.unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
