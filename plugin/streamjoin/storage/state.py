@@ -71,6 +71,11 @@ def level0(files: Sequence[delta_log.DataFile]) -> list[delta_log.DataFile]:
     return [f for f in files if f.partition[BUCKET] is None]
 
 
+def holds_many_rows(level0_files: Sequence[delta_log.DataFile]) -> bool:
+    """Whether level 0's files hold `LEVEL0_ROWS` rows or more (by file statistics), as after a large run."""
+    return sum(f.num_records for f in level0_files) >= LEVEL0_ROWS
+
+
 def crowded_buckets(files: Sequence[delta_log.DataFile]) -> dict[int, list[delta_log.DataFile]]:
     """The files of each bucket that holds `COMPACT_AT` files or more, by bucket."""
     per_bucket: dict[int, list[delta_log.DataFile]] = defaultdict(list)
@@ -154,9 +159,8 @@ class StateTable:
         stored_keys = tuple(zip(self.key_columns, self.file_keys))
         chosen = read_chosen(spark, bucketed, self.stored_schema, column=BUCKET, wanted=touched, keys=stored_keys)
         unbucketed = level0(files)
-        large = bool(stored_keys) and sum(f.num_records for f in unbucketed) >= LEVEL0_ROWS
-        held = file_reads.read(spark, unbucketed, self.stored_schema,
-                               keyed=file_reads.WantedKeys(touched, stored_keys) if large else None)
+        keyed = file_reads.WantedKeys(touched, stored_keys) if stored_keys and holds_many_rows(unbucketed) else None
+        held = file_reads.read(spark, unbucketed, self.stored_schema, keyed=keyed)
         rows = with_keys(held.unionByName(chosen))
         keys = touched.select(*[col(k) for k in self.key_columns])
         cond = None
@@ -179,7 +183,7 @@ class StateTable:
         files = delta_log.data_files(self.path, self.version)
         unbucketed = level0(files)
         crowded = crowded_buckets(files)
-        if not crowded and len(unbucketed) < LEVEL0_FILES and sum(f.num_records for f in unbucketed) < LEVEL0_ROWS:
+        if not crowded and len(unbucketed) < LEVEL0_FILES and not holds_many_rows(unbucketed):
             return writer.write(changes.select(*[col(c) for c in names]), self.path, partition={BUCKET: None})
         old_files = unbucketed + [f for b in sorted(crowded) for f in (
             crowded[b] if expire_before is not None else merged_files(crowded[b]))]
