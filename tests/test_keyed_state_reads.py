@@ -10,14 +10,17 @@ import datetime as dt
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DateType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from streamjoin.storage.file_reads import rows_with_keys
+from streamjoin.storage.file_reads import row_groups_with, rows_with_keys
+from streamjoin.storage.parquet_files import FOLDED_ROW_GROUP_ROWS
 from streamjoin.storage.state import plain_key_columns
 
-from scenario import Scenario, compacting_at, runs_match_batch
+from scenario import Scenario, compacting_at, insert, runs_match_batch
 from test_regular_properties import changelog_runs
 
 INPUTS = {"l": [("s", "string"), ("d", "date"), ("v", "int")], "r": [("s", "string"), ("d", "date"), ("w", "bigint")]}
@@ -117,3 +120,21 @@ def test_a_read_of_keys_in_a_column_that_is_not_an_integer_reads_every_row_group
     assert row_groups_with(meta, pa.table({"s": ["a"]})) is None
     assert row_groups_with(meta, pa.table({"i": pa.array([3], pa.int64())})) == [2]
     assert row_groups_with(meta, pa.table({"x": pa.array([3], pa.int64())})) is None
+
+
+def test_a_folded_bucket_file_is_read_by_the_row_groups_of_the_touched_keys(spark, tmp_path):
+    # one bucket: its file holds every key, sorted, in row groups of at most FOLDED_ROW_GROUP_ROWS rows
+    sql, inputs = "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k", {"l": [("k", "bigint"), ("v", "int")],
+                                                                      "r": [("k", "bigint"), ("w", "int")]}
+    keys = 3 * FOLDED_ROW_GROUP_ROWS + 1
+    with compacting_at(1, 1):
+        model = Scenario(spark, tmp_path, sql, config={"state_buckets": 1}, **inputs)
+        runs_match_batch(model, sql, inputs, [{"l": [insert(k, k % 7) for k in range(keys)]},
+                                              {"r": [insert(5, 1), insert(keys - 1, 2)]}])
+    (left,) = [p for p in model.tables.state_tables() if p.endswith("_left")]
+    files = [pq.ParquetFile(uri).metadata for uri in DeltaTable(left).file_uris()]
+    (bucket,) = [m for m in files if m.num_rows == keys]
+    assert bucket.num_row_groups == 4
+    assert all(bucket.row_group(g).num_rows <= FOLDED_ROW_GROUP_ROWS for g in range(bucket.num_row_groups))
+    key = bucket.schema.column(0).name
+    assert row_groups_with(bucket, pa.table({key: pa.array([keys - 1], pa.int64())})) == [3]

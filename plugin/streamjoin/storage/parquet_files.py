@@ -25,6 +25,11 @@ from .filesystem import filesystem as storage_filesystem
 from .write_specs import NOTE, TARGET, VALUE, TargetSpec
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+#: The most rows a row group of a folded state file holds. Its rows are sorted by key, so a keyed read
+#: skips the row groups whose key range holds no wanted key (`file_reads.row_groups_with`); a bucket
+#: file written as one row group was read whole however few of its keys a run touched. (Other files
+#: are read whole, or rewritten whole, and keep pyarrow's default.)
+FOLDED_ROW_GROUP_ROWS = 4096
 
 
 @dataclass
@@ -83,7 +88,7 @@ def write_task(batches: Iterator[pa.RecordBatch], specs: Sequence[TargetSpec]) -
             key = (target, tuple(values.items()))
             if key not in files:
                 files[key] = open_file(spec, values, part.schema, task)
-            files[key].writer.write_table(part)
+            files[key].writer.write_table(part, row_group_size=FOLDED_ROW_GROUP_ROWS if spec.fold else None)
 
     for batch in batches:
         targets = batch.column(TARGET)
