@@ -16,7 +16,6 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .arrow_fold import Folding
@@ -35,8 +34,7 @@ FOLDED_ROW_GROUP_ROWS = 4096
 @dataclass
 class OpenFile:
     writer: pq.ParquetWriter
-    filesystem: pafs.FileSystem
-    full: str  # path on the filesystem
+    stream: pa.NativeFile  # the writer's output stream, opened here so that its end gives the file's size
     relative: str  # path relative to the table root, as the Delta log names it
     partition: dict[str, str | None]
 
@@ -52,8 +50,9 @@ def open_file(spec: TargetSpec, values: dict[str, str | None], schema: pa.Schema
     relative = f"{folder}/part-{task:05d}-{uuid.uuid4().hex[:16]}.parquet"
     full = f"{root.rstrip('/')}/{relative}"
     filesystem.create_dir(full.rsplit("/", 1)[0], recursive=True)
-    writer = pq.ParquetWriter(full, schema, filesystem=filesystem, compression="snappy")
-    return OpenFile(writer, filesystem, full, relative, {**dict(spec.partition), **values})
+    stream = filesystem.open_output_stream(full)
+    writer = pq.ParquetWriter(stream, schema, compression="snappy")
+    return OpenFile(writer, stream, relative, {**dict(spec.partition), **values})
 
 
 def _split(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[dict[str, str | None], pa.Table]]:
@@ -119,13 +118,15 @@ FILE_ROWS_SCHEMA = pa.schema([("target", pa.int32()), ("path", pa.string()), ("s
 def report(files: Sequence[tuple[int, OpenFile]], sums: dict[int, int],
            notes: Sequence[tuple[int, str]]) -> pa.RecordBatch:
     """What a task returns (`write_specs.FILE_ROWS`): a row per file it wrote (each closed here), per counter
-    and per note."""
+    and per note. A file's size is where its stream ended and its statistics come from the footer the
+    writer wrote, so on an object store no request reads them back."""
     out: dict[str, list] = {name: [] for name in FILE_ROWS_SCHEMA.names}
     for target, f in files:
         f.writer.close()
-        meta = pq.read_metadata(f.full, filesystem=f.filesystem)
-        for k, v in (("target", target), ("path", f.relative), ("size", f.filesystem.get_file_info(f.full).size),
-                     ("partition", json.dumps(f.partition)), ("stats", json.dumps(file_stats(meta))), ("value", None)):
+        size = f.stream.tell()
+        f.stream.close()
+        for k, v in (("target", target), ("path", f.relative), ("size", size), ("partition", json.dumps(f.partition)),
+                     ("stats", json.dumps(file_stats(f.writer.writer.metadata))), ("value", None)):
             out[k].append(v)
     for target, total, text in [(t, v, None) for t, v in sums.items()] + [(t, None, x) for t, x in notes]:
         for k, v in (("target", target), ("path", text), ("size", None), ("partition", None), ("stats", None),
