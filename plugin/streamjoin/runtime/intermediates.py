@@ -21,8 +21,8 @@ class Intermediates:
     The relation is built directly, not registered with the session's cache manager: registering
     plans the query once more, and every later plan of the session would be matched against it.
     Its rows are read from the cached blocks as Spark's in-memory scan reads them (the cache's
-    serializer turns them back into rows), without planning a query over the relation: that query
-    cost 20–25 ms a kept result (of them a small run keeps about five).
+    serializer turns them back into rows), without planning a query over the relation: such a query
+    cost 20–25 ms for each kept result, and a small run keeps about five.
     The leaf claims no partitioning: Spark cannot canonicalize a scan's partitioning, so two reads
     of one kept result that claimed it would never share an exchange, and a plan that reads the
     result twice (such as a result rewrite and its check) would compute everything above it twice.
