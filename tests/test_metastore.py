@@ -66,3 +66,29 @@ def test_the_idle_time_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv(metastore.IDLE_ENV, "ten minutes")
     with pytest.raises(ConfigError, match="STREAMJOIN_METASTORE_IDLE_SECONDS='ten minutes'"):
         metastore.idle_seconds()
+
+
+
+def test_a_service_whose_port_was_taken_is_started_on_another(tmp_path: Path, monkeypatch) -> None:
+    # another process binds the chosen port between its choice and the service's own bind
+    import socket
+
+    from streamjoin.processes import free_port
+
+    up: list[int] = []
+
+    def seen_listening(port: int) -> bool:
+        if listening(port):
+            up.append(port)
+        return bool(up)
+
+    (tmp_path / metastore.FOLDER).mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        ports = [taken.getsockname()[1], free_port()]
+        chosen = iter(ports)
+        monkeypatch.setattr(metastore, "free_port", lambda: next(chosen))
+        monkeypatch.setattr(metastore, "listening", seen_listening)
+        assert metastore.serve(tmp_path, idle=0) == 0  # up on the second port, then stopped once idle
+    assert up == [ports[1]]
+    assert not (tmp_path / metastore.FOLDER / "service.json").exists()

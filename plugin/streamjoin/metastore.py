@@ -41,6 +41,11 @@ DEFAULT_IDLE_SECONDS = 600.0
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
 
+#: How many ports the supervisor tries: a service that exits before it listens lost its port to
+#: another process between the port's choice and its own bind, and is started on a new one.
+START_ATTEMPTS = 3
+
+
 class MetastoreError(StreamJoinError):
     """The project's metastore service did not start."""
 
@@ -80,9 +85,7 @@ def serve(local_dir: Path, idle: float) -> int:
     folder = local_dir / FOLDER
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    port = free_port()
-    service = subprocess.Popen(_java_command(local_dir, port), stdin=subprocess.DEVNULL, cwd=local_dir)
-    _write(folder, {"pid": os.getpid(), "service_pid": service.pid, "port": port, "started": time.time()})
+    service = _launched(local_dir, stopping)
     last_used = time.time()
     while not stopping and service.poll() is None:
         time.sleep(1.0)
@@ -95,15 +98,31 @@ def serve(local_dir: Path, idle: float) -> int:
             if held and not _clients(folder):  # no process is connecting or connected: stop under the lock
                 _shut_down(folder, service)
                 return 0
-    with _locked(folder, wait=not stopping):
+    # never waits for the lock: the process that holds it may be the starter waiting for this one
+    with _locked(folder, wait=False):
         _shut_down(folder, service)
     return 0 if stopping else 1
 
 
+def _launched(local_dir: Path, stopping: list[int]) -> subprocess.Popen:
+    """The service, started on a free port, and on a new one while it exits before it listens (at
+    most `START_ATTEMPTS` ports); its PID and port are in `service.json` from its start."""
+    for _ in range(START_ATTEMPTS):
+        port = free_port()
+        service = subprocess.Popen(_java_command(local_dir, port), stdin=subprocess.DEVNULL, cwd=local_dir)
+        _write(local_dir / FOLDER, {"pid": os.getpid(), "service_pid": service.pid, "port": port,
+                                    "started": time.time()})
+        while not stopping and service.poll() is None and not listening(port):
+            time.sleep(0.5)
+        if stopping or service.poll() is None:
+            break
+    return service
+
+
 def _shut_down(folder: Path, service: subprocess.Popen) -> None:
     terminate(service.pid, timeout=30.0)
-    with contextlib.suppress(FileNotFoundError):
-        (folder / "service.json").unlink()
+    if (_read(folder) or {}).get("pid") == os.getpid():  # (not a newer supervisor's)
+        (folder / "service.json").unlink(missing_ok=True)
 
 
 def _start(local_dir: Path, timeout: float) -> dict[str, Any]:
