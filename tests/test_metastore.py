@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin import ConfigError, metastore
-from streamjoin.processes import alive, listening
+from streamjoin.processes import alive, free_port, listening
 
 pytestmark = pytest.mark.slow
 
@@ -68,13 +69,8 @@ def test_the_idle_time_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None
         metastore.idle_seconds()
 
 
-
 def test_a_service_whose_port_was_taken_is_started_on_another(tmp_path: Path, monkeypatch) -> None:
     # another process binds the chosen port between its choice and the service's own bind
-    import socket
-
-    from streamjoin.processes import free_port
-
     up: list[int] = []
 
     def seen_listening(port: int) -> bool:

@@ -39,8 +39,6 @@ IDLE_ENV = "STREAMJOIN_METASTORE_IDLE_SECONDS"
 DEFAULT_IDLE_SECONDS = 600.0
 #: Hive's metastore service (hive-metastore-2.3, which Spark ships and its built-in client speaks to).
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-
-
 #: How many ports the supervisor tries: a service that exits before it listens lost its port to
 #: another process between the port's choice and its own bind, and is started on a new one.
 START_ATTEMPTS = 3
