@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamjoin import ConfigError, metastore
-from streamjoin.processes import alive, free_port, listening
+from streamjoin.processes import alive, listening
 
 pytestmark = pytest.mark.slow
 
@@ -69,22 +69,36 @@ def test_the_idle_time_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None
         metastore.idle_seconds()
 
 
-def test_a_service_whose_port_was_taken_is_started_on_another(tmp_path: Path, monkeypatch) -> None:
-    # another process binds the chosen port between its choice and the service's own bind
-    up: list[int] = []
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on TCP `port` (IPv4 and IPv6 tables, as the kernel
+    writes them: hex, IPv4 in host byte order)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
 
-    def seen_listening(port: int) -> bool:
-        if listening(port):
-            up.append(port)
-        return bool(up)
 
-    (tmp_path / metastore.FOLDER).mkdir()
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        ports = [taken.getsockname()[1], free_port()]
-        chosen = iter(ports)
-        monkeypatch.setattr(metastore, "free_port", lambda: next(chosen))
-        monkeypatch.setattr(metastore, "listening", seen_listening)
-        assert metastore.serve(tmp_path, idle=0) == 0  # up on the second port, then stopped once idle
-    assert up == [ports[1]]
-    assert not (tmp_path / metastore.FOLDER / "service.json").exists()
+def test_the_service_listens_on_loopback_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(metastore.IDLE_ENV, "1")
+    metastore.uri(tmp_path)
+    running = service(tmp_path)
+    try:
+        # 127.0.0.1, as IPv4 or as IPv4-mapped IPv6; never the wildcard (0.0.0.0 or ::)
+        assert listening_addresses(running["port"]) <= {"0100007F", "0000000000000000FFFF00000100007F"}
+        assert listening_addresses(running["port"])
+    finally:
+        metastore.stop(tmp_path)
+
+
+def test_a_killed_supervisor_takes_its_service_with_it(tmp_path: Path) -> None:
+    connect_from_other_processes(tmp_path, 1, idle="600")
+    running = service(tmp_path)
+    os.kill(running["pid"], signal.SIGKILL)
+    deadline = time.time() + 60
+    while alive(running["service_pid"]) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not alive(running["service_pid"]) and not listening(running["port"])

@@ -2,12 +2,12 @@
 
 An embedded Derby metastore opens in one process only, so a second dbt process of the same project
 (a parallel Airflow task, a manual `dbt run` beside a DAG run) failed with Derby's `XSDB6`. The dbt
-adapter's embedded default therefore runs Hive's metastore service (from Spark's own jars) on
-127.0.0.1 over the same Derby database, `<local_dir>/metastore_db`, and every process connects to it
-over Thrift (`spark.hadoop.hive.metastore.uris`). The first process that needs it starts it; a small
-supervisor process owns it and stops it once no process has used it for `idle_seconds()`
-(`STREAMJOIN_METASTORE_IDLE_SECONDS`, default 600). `python -m streamjoin.metastore stop <local_dir>`
-stops it at once.
+adapter's embedded default therefore runs Hive's metastore service (from Spark's own jars), bound to
+127.0.0.1 only (`metastore_server`), over the same Derby database, `<local_dir>/metastore_db`, and
+every process connects to it over Thrift (`spark.hadoop.hive.metastore.uris`). The first process that
+needs it starts it; a small supervisor process owns it and stops it once no process has used it for
+`idle_seconds()` (`STREAMJOIN_METASTORE_IDLE_SECONDS`, default 600); the service ends with its
+supervisor. `python -m streamjoin.metastore stop <local_dir>` stops it at once.
 
 This is the embedded default's own choice (processes on one machine that share `local_dir`); a
 deployment names its own metastore in `server_side_parameters` instead.
@@ -30,22 +30,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import ConfigError, StreamJoinError
+from . import metastore_server
+from .errors import ConfigError
 from .logs import LOG4J2_CONFIG
-from .processes import HOST, alive, free_port, listening, tail, terminate
+from .metastore_server import MetastoreError
+from .processes import HOST, alive, listening, tail, terminate
 
 FOLDER = "metastore"
 IDLE_ENV = "STREAMJOIN_METASTORE_IDLE_SECONDS"
 DEFAULT_IDLE_SECONDS = 600.0
-#: Hive's metastore service (hive-metastore-2.3, which Spark ships and its built-in client speaks to).
-MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-#: How many ports the supervisor tries: a service that exits before it listens lost its port to
-#: another process between the port's choice and its own bind, and is started on a new one.
-START_ATTEMPTS = 3
-
-
-class MetastoreError(StreamJoinError):
-    """The project's metastore service did not start."""
 
 
 def uri(local_dir: Path, *, timeout: float = 300.0) -> str:
@@ -83,9 +76,9 @@ def serve(local_dir: Path, idle: float) -> int:
     folder = local_dir / FOLDER
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    service = _launched(local_dir, stopping)
+    server = _launched(local_dir)
     last_used = time.time()
-    while not stopping and service.poll() is None:
+    while not stopping and server.running():
         time.sleep(1.0)
         if _clients(folder):
             last_used = time.time()
@@ -94,31 +87,24 @@ def serve(local_dir: Path, idle: float) -> int:
             continue
         with _locked(folder, wait=False) as held:
             if held and not _clients(folder):  # no process is connecting or connected: stop under the lock
-                _shut_down(folder, service)
+                _shut_down(folder, server)
                 return 0
     # never waits for the lock: the process that holds it may be the starter waiting for this one
     with _locked(folder, wait=False):
-        _shut_down(folder, service)
+        _shut_down(folder, server)
     return 0 if stopping else 1
 
 
-def _launched(local_dir: Path, stopping: list[int]) -> subprocess.Popen:
-    """The service, started on a free port, and on a new one while it exits before it listens (at
-    most `START_ATTEMPTS` ports); its PID and port are in `service.json` from its start."""
-    for _ in range(START_ATTEMPTS):
-        port = free_port()
-        service = subprocess.Popen(_java_command(local_dir, port), stdin=subprocess.DEVNULL, cwd=local_dir)
-        _write(local_dir / FOLDER, {"pid": os.getpid(), "service_pid": service.pid, "port": port,
-                                    "started": time.time()})
-        while not stopping and service.poll() is None and not listening(port):
-            time.sleep(0.5)
-        if stopping or service.poll() is None:
-            break
-    return service
+def _launched(local_dir: Path) -> metastore_server.MetastoreServer:
+    """The service, listening; its PID and port are in `service.json` from here on."""
+    server = metastore_server.start(_hive_settings(local_dir), _java_options(local_dir), cwd=local_dir)
+    _write(local_dir / FOLDER, {"pid": os.getpid(), "service_pid": server.process.pid, "port": server.port,
+                                "started": time.time()})
+    return server
 
 
-def _shut_down(folder: Path, service: subprocess.Popen) -> None:
-    terminate(service.pid, timeout=30.0)
+def _shut_down(folder: Path, server: metastore_server.MetastoreServer) -> None:
+    server.stop()
     if (_read(folder) or {}).get("pid") == os.getpid():  # (not a newer supervisor's)
         (folder / "service.json").unlink(missing_ok=True)
 
@@ -147,19 +133,18 @@ def _start(local_dir: Path, timeout: float) -> dict[str, Any]:
         time.sleep(0.5)
 
 
-def _java_command(local_dir: Path, port: int) -> list[str]:
-    from pyspark.find_spark_home import _find_spark_home
-
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
-    hive = {"javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={local_dir / 'metastore_db'};create=true",
+def _hive_settings(local_dir: Path) -> dict[str, str]:
+    """The catalog's Derby database and warehouse, both in `local_dir`."""
+    return {"javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={local_dir / 'metastore_db'};create=true",
             "hive.metastore.warehouse.dir": str(local_dir / "warehouse"),
             "datanucleus.schema.autoCreateAll": "true",
             "hive.metastore.schema.verification": "false"}
+
+
+def _java_options(local_dir: Path) -> list[str]:
     # Hive configures its own (asynchronous) logging unless log4j.configurationFile is set.
-    return [java, "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dderby.system.home={local_dir}",
-            f"-Dlog4j.configurationFile={LOG4J2_CONFIG.as_uri()}", "-Dstreamjoin.log.level=warn",
-            "-cp", os.path.join(_find_spark_home(), "jars", "*"), MAIN_CLASS, "-p", str(port),
-            *[arg for key, value in hive.items() for arg in ("--hiveconf", f"{key}={value}")]]
+    return ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Dderby.system.home={local_dir}",
+            f"-Dlog4j.configurationFile={LOG4J2_CONFIG.as_uri()}", "-Dstreamjoin.log.level=warn"]
 
 
 def _running(folder: Path) -> dict[str, Any] | None:
@@ -224,7 +209,11 @@ def main(argv: list[str]) -> int:
         return 2
     local_dir = Path(argv[1]).resolve()
     if argv[0] == "serve":
-        return serve(local_dir, idle_seconds())
+        try:
+            return serve(local_dir, idle_seconds())
+        except MetastoreError as exc:
+            print(exc, file=sys.stderr)
+            return 1
     print("stopped" if stop(local_dir) else "not running")
     return 0
 
