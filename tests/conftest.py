@@ -38,13 +38,14 @@ def s3_lake():
 #: to fill in around them, keeps a long module from starting last and running alone at the end.
 LONGEST_FIRST = (
     "tests/cluster/test_cluster_dbt.py", "tests/airflow/test_dag_end_to_end.py", "tests/test_conformance.py",
-    "tests/airflow/test_local_executor.py", "tests/test_multiway_conformance.py", "tests/cluster/test_cluster.py",
-    "tests/test_interval_join.py",
+    "tests/test_batch_views.py", "tests/airflow/test_local_executor.py", "tests/test_multiway_conformance.py",
+    "tests/cluster/test_cluster.py", "tests/test_interval_join.py",
     "tests/test_window_join.py", "tests/test_temporal_join.py", "tests/test_flink_agreement.py",
-    "tests/test_lookup_join.py", "tests/test_lookup_flink_agreement.py", "tests/test_asof_join.py",
-    "tests/test_regular_properties.py",
+    "tests/test_lookup_join.py", "tests/test_interval_cascade.py", "tests/dbt/test_dbt_parallel.py",
+    "tests/test_lookup_flink_agreement.py", "tests/test_asof_join.py", "tests/test_regular_properties.py",
     "tests/test_multiway_property.py", "tests/dbt/test_dbt_failures.py", "tests/dbt/test_dbt_object_store.py",
     "tests/test_exactly_once.py", "tests/test_interval_property.py", "tests/dbt_adapter/test_adapter_end_to_end.py",
+    "tests/bench/test_bench_smoke.py", "tests/flink_oracle/test_flink_oracle.py",
     "tests/test_regular_scenarios.py", "tests/test_retention.py", "tests/test_plan_rebuild.py",
 )
 
