@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streamjoin import ConfigError, metastore
+from streamjoin import ConfigError, metastore, metastore_server
 from streamjoin.processes import alive, listening
 
 pytestmark = pytest.mark.slow
@@ -102,3 +102,11 @@ def test_a_killed_supervisor_takes_its_service_with_it(tmp_path: Path) -> None:
     while alive(running["service_pid"]) and time.time() < deadline:
         time.sleep(0.5)
     assert not alive(running["service_pid"]) and not listening(running["port"])
+
+
+def test_a_database_the_service_cannot_open_fails_its_start_with_hive_s_reason(tmp_path: Path) -> None:
+    settings = {"javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={tmp_path / 'file' / 'db'};create=true",
+                "hive.metastore.schema.verification": "false", "hive.hmshandler.retry.attempts": "1"}
+    (tmp_path / "file").write_text("a file where Derby wants a folder")
+    with pytest.raises(metastore.MetastoreError, match="did not start: .*(Derby|database|JDO)"):
+        metastore_server.start(settings, metastore._java_options(tmp_path), cwd=tmp_path)

@@ -62,8 +62,8 @@ class MetastoreServer:
 
 
 def start(settings: Mapping[str, str], java_options: Sequence[str], cwd: Path) -> MetastoreServer:
-    """A metastore service with Hive settings `settings`, serving on 127.0.0.1 (JVM output goes to this
-    process's stdout and stderr)."""
+    """A metastore service with Hive settings `settings`, serving on 127.0.0.1 (the JVM writes to this
+    process's standard output and error)."""
     from pyspark.find_spark_home import _find_spark_home
 
     jars = os.path.join(_find_spark_home(), "jars")
@@ -72,15 +72,23 @@ def start(settings: Mapping[str, str], java_options: Sequence[str], cwd: Path) -
         port, token, process = launch_gateway(
             jarpath=next(iter(glob.glob(os.path.join(jars, "py4j-*.jar"))), ""), classpath=os.path.join(jars, "*"),
             javaopts=list(java_options), java_path=java, die_on_exit=True, enable_auth=True, return_proc=True,
-            redirect_stdout=sys.stdout, redirect_stderr=sys.stderr, cwd=str(cwd))
+            # (Py4J closes the file it copies the JVM's stdout to when the JVM exits: a copy of ours)
+            redirect_stdout=os.fdopen(os.dup(sys.__stdout__.fileno()), "w", buffering=1),
+            redirect_stderr=sys.__stderr__, cwd=str(cwd))
     except (OSError, ValueError) as exc:  # no java there; a JVM that exited before its gateway listened
         raise MetastoreError(f"could not start a JVM for the metastore service with {java}: {exc}") from exc
-    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auth_token=token))
+    # no Java garbage collection of Python's references: the few objects live as long as the JVM, and
+    # references dropped after it ended would each try to reach it
+    gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auth_token=token,
+                                                               enable_memory_management=False))
     try:
         server, bound = _thrift_server(gateway, settings)
+    except Py4JError as exc:  # Hive refused its settings, or Derby its database
+        reason = _root_cause(exc)
+        _end(gateway, process)
+        raise MetastoreError(f"the metastore service did not start: {reason}") from None
     except BaseException:
-        gateway.close()
-        terminate(process.pid)
+        _end(gateway, process)
         raise
     serving = threading.Thread(target=_serve, args=(server,), name="metastore", daemon=True)
     serving.start()
@@ -133,6 +141,21 @@ def _connection_clean_up(gateway: JavaGateway) -> Any:
             return constructor.newInstance(gateway.new_array(jvm.java.lang.Object, 0))
     raise MetastoreError(f"{HIVE_METASTORE} of Spark's jars has no connection handler (TServerEventHandler); "
                          "this Hive version is not one the embedded metastore service supports")
+
+
+def _root_cause(exc: Py4JError) -> str:
+    """The innermost Java exception under a failed call, as Java prints it (read while the JVM runs)."""
+    cause = getattr(exc, "java_exception", None)
+    if cause is None:
+        return str(exc)
+    while cause.getCause() is not None:
+        cause = cause.getCause()
+    return str(cause.toString())
+
+
+def _end(gateway: JavaGateway, process: subprocess.Popen) -> None:
+    gateway.close()
+    terminate(process.pid)
 
 
 def _serve(server: Any) -> None:
