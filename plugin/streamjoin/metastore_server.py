@@ -5,10 +5,10 @@ server socket to every interface: it takes no bind host. The project's catalog w
 without authentication, to anyone who can reach the machine. So the service is a plain JVM with
 Spark's jars and a Py4J gateway (on 127.0.0.1, with a secret), and the supervisor assembles in it
 the server `HiveMetaStore.startMetaStore` builds for a metastore without SASL or SSL — the retrying
-handler, the transport that carries the client's user, the binary protocol with Hive's message size
-limit, the worker thread bounds and Hive's connection clean-up — on a socket bound to 127.0.0.1 at a
-port the kernel picks. The port is the service's from its bind, so no other process can take it
-between its choice and its use.
+handler, the transport that carries the client's user, the (unframed) binary protocol with Hive's
+message size limit, the worker thread bounds and Hive's connection clean-up — on a socket bound to
+127.0.0.1 at a port the kernel picks. The port is the service's from its bind, so no other process
+can take it between its choice and its use.
 
 The JVM exits when the supervisor does (Py4J's `--die-on-broken-pipe`), so a supervisor killed
 without its clean-up leaves no service behind.
