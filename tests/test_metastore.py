@@ -75,8 +75,9 @@ def listening_addresses(port: int) -> set[str]:
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            address, hex_port = local.split(":")
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            state = fields[3]
             if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
                 found.add(address)
     return found

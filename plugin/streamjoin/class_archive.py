@@ -48,13 +48,13 @@ def path() -> Path:
     java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get("JAVA_HOME") \
         else shutil.which("java")
     # the JVM checks the jars' times too: a Spark installed again in the same place needs a new archive
-    jars = _jars()
+    jars = spark_jars()
     installed = str(jars.stat().st_mtime_ns) if jars.is_dir() else ""
     identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java) if java else ""])
     return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
-def _jars() -> Path:
+def spark_jars() -> Path:
     """The folder of this Spark installation's jars, resolved."""
     import pyspark
 
@@ -117,7 +117,7 @@ def build() -> Path:
             raise RuntimeError(f"building the Spark driver's class archive failed:\n{done.stdout[-4000:]}")
         os.replace(partial, archive)
         with open(partial, "w") as owner:  # renamed into place whole: a concurrent prune never reads it half written
-            owner.write(str(_jars()))
+            owner.write(str(spark_jars()))
         os.replace(partial, _owner(archive))
     finally:
         if os.path.exists(partial):

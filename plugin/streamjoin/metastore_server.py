@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 from py4j.protocol import Py4JError
 
+from .class_archive import spark_jars
 from .errors import StreamJoinError
 from .processes import HOST, terminate
 
@@ -57,16 +58,13 @@ class MetastoreServer:
         with suppress(Py4JError):
             self.server.stop()
         self.serving.join(timeout=10.0)
-        self.gateway.close()
-        terminate(self.process.pid, timeout=30.0)
+        _end(self.gateway, self.process)
 
 
 def start(settings: Mapping[str, str], java_options: Sequence[str], cwd: Path) -> MetastoreServer:
     """A metastore service with Hive settings `settings`, serving on 127.0.0.1 (the JVM writes to this
     process's standard output and error)."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    jars = os.path.join(_find_spark_home(), "jars")
+    jars = str(spark_jars())
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
     try:
         port, token, process = launch_gateway(
@@ -154,8 +152,9 @@ def _root_cause(exc: Py4JError) -> str:
 
 
 def _end(gateway: JavaGateway, process: subprocess.Popen) -> None:
+    """Close the gateway and end the JVM."""
     gateway.close()
-    terminate(process.pid)
+    terminate(process.pid, timeout=30.0)
 
 
 def _serve(server: Any) -> None:
