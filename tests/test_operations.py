@@ -42,6 +42,17 @@ def files(path: str) -> int:
     return len(DeltaTable(path).file_uris())
 
 
+def test_help_says_what_the_command_line_is_for_and_what_its_exit_statuses_mean(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "streamjoin's command line: the state, upkeep and plan of streaming_join models." in text
+    for command in ("status", "maintain", "explain", "class-archive"):
+        assert command in text
+    assert "Exit status: 0 done; 1 no model found; 2 an error stopped the command; 3 (maintain)" in text
+
+
 def test_status_shows_recent_runs_and_table_sizes(model, capsys):
     assert main(["status", str(model.tables.root), "--runs", "2"]) == 0
     out = capsys.readouterr().out

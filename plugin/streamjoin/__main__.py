@@ -1,5 +1,7 @@
-"""Command line: `python -m streamjoin status PATH...`, `python -m streamjoin maintain PATH...` and
-`python -m streamjoin explain PROJECT_DIR --select MODEL`, `python -m streamjoin class-archive`.
+"""streamjoin's command line: the state, upkeep and plan of streaming_join models.
+
+`python -m streamjoin status PATH...`, `python -m streamjoin maintain PATH...`,
+`python -m streamjoin explain PROJECT_DIR --select MODEL` and `python -m streamjoin class-archive`.
 
 PATH is a model's folder, or any folder above models' folders (a dbt project's state root,
 e.g. `.streamjoin/state`); every model found below it is reported or maintained. `explain` asks
@@ -23,7 +25,8 @@ from .errors import StreamJoinError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m streamjoin", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m streamjoin", description=__doc__.splitlines()[0],
+                                     epilog=__doc__[__doc__.index("Exit status"):].rstrip())
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="recent runs and table sizes of the models under PATH")
     status.add_argument("paths", nargs="+", metavar="PATH")
