@@ -73,6 +73,16 @@ def test_status_shows_recent_runs_and_table_sizes(model, capsys):
     assert int(table_rows["runs"][3]) == 3
 
 
+def test_status_of_a_folder_without_models_says_so_on_stderr_and_exits_1(model, tmp_path, capsys):
+    assert main(["status", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"no streamjoin model tables under {tmp_path}\n"
+    # one folder with models and one without: the models' status, the other named, exit 0
+    assert main(["status", str(model.tables.root), str(tmp_path / "nothing")]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("model orders_enriched") and err == f"no streamjoin model tables under {tmp_path / 'nothing'}\n"
+
+
 def test_runs_write_no_checksum_files_beside_their_data_files(model):
     """Each table's Delta log is its record; Hadoop's `.crc` twin of every local file is not written."""
     written = [name for _, _, names in os.walk(model.tables.home) for name in names]

@@ -68,9 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error("--target-path needs --project-dir (the project whose manifest lists the models)")
             current = (status_module.project_models(status_module.manifest_path(args.project_dir, args.target_path))
                        if args.project_dir else None)
+            empty = [path for path in args.paths if not status_module.model_tables(path)]
             for path in args.paths:
-                print(status_module.report(path, limit=args.runs, current=current), end="")
-            return 0
+                if path not in empty:
+                    print(status_module.report(path, limit=args.runs, current=current), end="")
+            if empty:
+                print(f"no streamjoin model tables under {', '.join(empty)}", file=sys.stderr)
+            return 1 if len(empty) == len(args.paths) else 0
         models = [m for path in args.paths for m in status_module.model_tables(path)]
         if not models:
             print(f"no streamjoin model tables under {', '.join(args.paths)}", file=sys.stderr)

@@ -137,7 +137,7 @@ def report(path: str, *, limit: int = 10, current: AbstractSet[str] | None = Non
     project has, see `project_models`), the others are marked orphaned."""
     models = model_tables(path)
     if not models:
-        return f"no streamjoin model tables under {path}"
+        return f"no streamjoin model tables under {path}\n"
     parts: list[str] = []
     orphans = [t for t in models if current is not None and t.model not in current]
     for tables in models:
