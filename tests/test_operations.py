@@ -83,6 +83,16 @@ def test_status_of_a_folder_without_models_says_so_on_stderr_and_exits_1(model, 
     assert out.startswith("model orders_enriched") and err == f"no streamjoin model tables under {tmp_path / 'nothing'}\n"
 
 
+def test_explain_says_why_dbt_could_not_start(tmp_path, capsys):
+    assert main(["explain", str(tmp_path), "--select", "m"]) == 2
+    assert capsys.readouterr().err == (f"error: {tmp_path} is not a dbt project (it has no dbt_project.yml): pass the "
+                                       "folder of the project whose model to explain\n")
+    (tmp_path / "dbt_project.yml").write_text('name: p\nversion: "1"\nprofile: p\n')
+    missing = tmp_path / "no_profiles"
+    assert main(["explain", str(tmp_path), "--select", "m", "--profiles-dir", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: Path '{missing}' does not exist.\n"  # dbt refused it, printing nothing
+
+
 def test_runs_write_no_checksum_files_beside_their_data_files(model):
     """Each table's Delta log is its record; Hadoop's `.crc` twin of every local file is not written."""
     written = [name for _, _, names in os.walk(model.tables.home) for name in names]

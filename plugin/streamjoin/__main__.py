@@ -118,9 +118,15 @@ def build_class_archive(*, force: bool) -> int:
 
 def explain_model(project_dir: str, model: str, *, profiles_dir: str | None = None, target: str | None = None,
                   target_path: str | None = None) -> int:
-    """Print what `model` of the dbt project computes and keeps; dbt prints what went wrong, if anything."""
+    """Print what `model` of the dbt project computes and keeps. dbt prints the errors of its run;
+    those that stop it before it starts (no project, no profile) are printed here."""
+    from dbt.cli.exceptions import DbtUsageException
     from dbt.cli.main import dbtRunner
 
+    if not os.path.isfile(os.path.join(project_dir, "dbt_project.yml")):
+        print(f"error: {project_dir} is not a dbt project (it has no dbt_project.yml): pass the folder of the "
+              "project whose model to explain", file=sys.stderr)
+        return 2
     if profiles_dir is None and not os.environ.get("DBT_PROFILES_DIR") and \
             os.path.isfile(os.path.join(project_dir, "profiles.yml")):
         profiles_dir = project_dir
@@ -128,7 +134,10 @@ def explain_model(project_dir: str, model: str, *, profiles_dir: str | None = No
                "--target-path": target_path}
     dbt_args = ["run-operation", "streamjoin_explain", "--args", json.dumps({"model": model}), "--quiet"]
     dbt_args += [part for option, value in options.items() if value for part in (option, value)]
-    return 0 if dbtRunner().invoke(dbt_args).success else 2
+    done = dbtRunner().invoke(dbt_args)
+    if isinstance(done.exception, DbtUsageException):  # refused before dbt's logging started: dbt printed nothing
+        print(f"error: {done.exception}", file=sys.stderr)
+    return 0 if done.success else 2
 
 
 if __name__ == "__main__":
