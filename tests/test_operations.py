@@ -93,6 +93,21 @@ def test_explain_says_why_dbt_could_not_start(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: Path '{missing}' does not exist.\n"  # dbt refused it, printing nothing
 
 
+def test_maintain_and_status_refuse_options_out_of_range_and_touch_nothing(model, capsys):
+    versions = {p: DeltaTable(p).version() for p in model.tables.all_tables()}
+    home = str(model.tables.home)
+    assert main(["maintain", home, "--vacuum-hours", "-1", "--changelog-keep-runs", "-2"]) == 2
+    assert capsys.readouterr().err == (
+        "error: maintain: vacuum_hours must be 0 or more (hours of versions whose files to keep), not -1.0; "
+        "changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), not -2\n")
+    assert {p: DeltaTable(p).version() for p in model.tables.all_tables()} == versions
+    with pytest.raises(StreamJoinError, match="vacuum_hours must be 0 or more"):
+        maintain(model.tables, vacuum_hours=float("nan"))
+    with pytest.raises(SystemExit) as done:
+        main(["status", home, "--runs", "0"])
+    assert done.value.code == 2 and "--runs must be 1 or more, not 0" in capsys.readouterr().err
+
+
 def test_runs_write_no_checksum_files_beside_their_data_files(model):
     """Each table's Delta log is its record; Hadoop's `.crc` twin of every local file is not written."""
     written = [name for _, _, names in os.walk(model.tables.home) for name in names]

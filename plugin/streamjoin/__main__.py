@@ -64,8 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "status":
+            if args.runs < 1:
+                status.error(f"--runs must be 1 or more, not {args.runs}")
             if args.target_path and not args.project_dir:
-                parser.error("--target-path needs --project-dir (the project whose manifest lists the models)")
+                status.error("--target-path needs --project-dir (the project whose manifest lists the models)")
             current = (status_module.project_models(status_module.manifest_path(args.project_dir, args.target_path))
                        if args.project_dir else None)
             empty = [path for path in args.paths if not status_module.model_tables(path)]

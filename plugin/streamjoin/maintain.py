@@ -12,7 +12,7 @@ from typing import Sequence
 
 from deltalake.transaction import CommitProperties
 
-from .errors import ModelBusyError
+from .errors import ModelBusyError, StreamJoinError
 from .retention import trim_changelog
 from .runtime import lease
 from .runtime.run import app_id
@@ -49,8 +49,21 @@ def maintain_table(path: str, tables: ModelTables, *, vacuum_hours: float, remov
                             int(compacted.get("numFilesAdded", 0)), len(vacuumed))
 
 
+def check_options(*, vacuum_hours: float, changelog_keep_runs: int | None) -> None:
+    """StreamJoinError naming each option out of range, before any table is touched."""
+    problems = []
+    if not vacuum_hours >= 0:  # NaN included
+        problems.append(f"vacuum_hours must be 0 or more (hours of versions whose files to keep), not {vacuum_hours}")
+    if changelog_keep_runs is not None and changelog_keep_runs < 0:
+        problems.append(f"changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), "
+                        f"not {changelog_keep_runs}")
+    if problems:
+        raise StreamJoinError("maintain: " + "; ".join(problems))
+
+
 def maintain(tables: ModelTables, *, vacuum_hours: float = 168, changelog_keep_runs: int | None = None) -> list[TableMaintenance]:
     """Maintain every table of a model (see the module docstring)."""
+    check_options(vacuum_hours=vacuum_hours, changelog_keep_runs=changelog_keep_runs)
     with lease.holding(tables, "maintain", exclusive_of=("run", "maintain")):
         check_complete(tables)
         trimmed = trim_changelog(tables, changelog_keep_runs) if changelog_keep_runs is not None else 0
