@@ -68,19 +68,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status.error(f"--runs must be 1 or more, not {args.runs}")
             if args.target_path and not args.project_dir:
                 status.error("--target-path needs --project-dir (the project whose manifest lists the models)")
+        found = {path: status_module.model_tables(path) for path in args.paths}
+        empty = [path for path, models in found.items() if not models]
+        if empty:
+            print(f"no streamjoin model tables under {', '.join(empty)}", file=sys.stderr)
+        if len(empty) == len(found):
+            return 1
+        if args.command == "status":
             current = (status_module.project_models(status_module.manifest_path(args.project_dir, args.target_path))
                        if args.project_dir else None)
-            empty = [path for path in args.paths if not status_module.model_tables(path)]
             for path in args.paths:
-                if path not in empty:
+                if found[path]:
                     print(status_module.report(path, limit=args.runs, current=current), end="")
-            if empty:
-                print(f"no streamjoin model tables under {', '.join(empty)}", file=sys.stderr)
-            return 1 if len(empty) == len(args.paths) else 0
-        models = [m for path in args.paths for m in status_module.model_tables(path)]
-        if not models:
-            print(f"no streamjoin model tables under {', '.join(args.paths)}", file=sys.stderr)
-            return 1
+            return 0
+        models = [m for path in args.paths for m in found[path]]
         maintained = maintain_all(models, vacuum_hours=args.vacuum_hours, changelog_keep_runs=args.changelog_keep_runs)
         for model, done in maintained.done.items():
             print(f"model {model}:")
