@@ -87,7 +87,7 @@ def test_late_rows_are_recorded_shown_and_subtracted_by_matches_batch(spark, tmp
         (2, "shipments", "right", json.dumps({"sid": 80, "oid": 8, "shipped_at": at("19:30")}, default=str)),
         (3, "shipments", "right", json.dumps({"sid": 20, "oid": 2, "shipped_at": at("16:00")}, default=str)),
     ]
-    text = status.report(root)
+    text = status.report(status.model_tables(root))
     assert re.search(r"^3 .* shipments=1 ", text, re.M) and re.search(r"^2 .* orders=1, shipments=2 ", text, re.M), text
     assert "late rows" in text and "late_rows" in text
 

@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        if args.project_dir else None)
             for path in args.paths:
                 if found[path]:
-                    print(status_module.report(path, limit=args.runs, current=current), end="")
+                    print(status_module.report(found[path], limit=args.runs, current=current), end="")
             return 0
         models = [m for path in args.paths for m in found[path]]
         maintained = maintain_all(models, vacuum_hours=args.vacuum_hours, changelog_keep_runs=args.changelog_keep_runs)

@@ -132,12 +132,9 @@ def orphan_note(tables: ModelTables) -> str:
             "catalog still lists them")
 
 
-def report(path: str, *, limit: int = 10, current: AbstractSet[str] | None = None) -> str:
-    """The status of every model under `path`, ready to print; with `current` (the models the
+def report(models: Sequence[ModelTables], *, limit: int = 10, current: AbstractSet[str] | None = None) -> str:
+    """The status of `models` (see `model_tables`), ready to print; with `current` (the models the
     project has, see `project_models`), the others are marked orphaned."""
-    models = model_tables(path)
-    if not models:
-        return f"no streamjoin model tables under {path}\n"
     parts: list[str] = []
     orphans = [t for t in models if current is not None and t.model not in current]
     for tables in models:
