@@ -98,14 +98,25 @@ def test_maintain_and_status_refuse_options_out_of_range_and_touch_nothing(model
     home = str(model.tables.home)
     assert main(["maintain", home, "--vacuum-hours", "-1", "--changelog-keep-runs", "-2"]) == 2
     assert capsys.readouterr().err == (
-        "error: maintain: vacuum_hours must be 0 or more (hours of versions whose files to keep), not -1.0; "
+        "error: maintain: vacuum_hours must be a number of 0 or more (hours of versions whose files to keep), not -1.0; "
         "changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), not -2\n")
     assert {p: DeltaTable(p).version() for p in model.tables.all_tables()} == versions
-    with pytest.raises(StreamJoinError, match="vacuum_hours must be 0 or more"):
-        maintain(model.tables, vacuum_hours=float("nan"))
+    for hours in (float("nan"), float("inf")):
+        with pytest.raises(StreamJoinError, match="vacuum_hours must be a number of 0 or more"):
+            maintain(model.tables, vacuum_hours=hours)
     with pytest.raises(SystemExit) as done:
         main(["status", home, "--runs", "0"])
     assert done.value.code == 2 and "--runs must be 1 or more, not 0" in capsys.readouterr().err
+
+
+def test_maintain_keeps_the_files_of_a_fraction_of_an_hour(spark, tmp_path):
+    """delta-rs vacuums by whole hours: half an hour keeps what an hour keeps, not what 0 hours keeps."""
+    fresh = Scenario(spark, tmp_path, SQL, name="fresh", **INPUTS)
+    for changes in HISTORY:
+        fresh.run(**changes)
+    done = maintain(fresh.tables, vacuum_hours=0.5)  # compaction has just removed files: none is vacuumed
+    assert sum(t.files_compacted for t in done) > 0 and sum(t.files_vacuumed for t in done) == 0
+    assert sum(t.files_vacuumed for t in maintain(fresh.tables, vacuum_hours=0)) > 0
 
 
 def test_runs_write_no_checksum_files_beside_their_data_files(model):

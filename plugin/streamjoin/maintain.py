@@ -7,6 +7,7 @@ start while a run holds it or a run is incomplete (its retry needs the versions 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -44,7 +45,9 @@ def check_complete(tables: ModelTables) -> None:
 def maintain_table(path: str, tables: ModelTables, *, vacuum_hours: float, removed: int) -> TableMaintenance:
     table = delta_log.table(path)
     compacted = table.optimize.compact(commit_properties=CommitProperties(custom_metadata={delta_log.OPERATION_KEY: "compact"}))
-    vacuumed = delta_log.table(path).vacuum(retention_hours=int(vacuum_hours), dry_run=False, enforce_retention_duration=False)
+    # delta-rs takes whole hours: rounded up, so no file a version of the last `vacuum_hours` reads is removed
+    vacuumed = delta_log.table(path).vacuum(retention_hours=math.ceil(vacuum_hours), dry_run=False,
+                                            enforce_retention_duration=False)
     return TableMaintenance(filesystem.relative(path, tables.home), removed, int(compacted.get("numFilesRemoved", 0)),
                             int(compacted.get("numFilesAdded", 0)), len(vacuumed))
 
@@ -52,8 +55,9 @@ def maintain_table(path: str, tables: ModelTables, *, vacuum_hours: float, remov
 def check_options(*, vacuum_hours: float, changelog_keep_runs: int | None) -> None:
     """StreamJoinError naming each option out of range, before any table is touched."""
     problems = []
-    if not vacuum_hours >= 0:  # NaN included
-        problems.append(f"vacuum_hours must be 0 or more (hours of versions whose files to keep), not {vacuum_hours}")
+    if not 0 <= vacuum_hours < math.inf:  # NaN included
+        problems.append(f"vacuum_hours must be a number of 0 or more (hours of versions whose files to keep), "
+                        f"not {vacuum_hours}")
     if changelog_keep_runs is not None and changelog_keep_runs < 0:
         problems.append(f"changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), "
                         f"not {changelog_keep_runs}")
