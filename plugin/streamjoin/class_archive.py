@@ -45,13 +45,19 @@ def path() -> Path:
     (it need not exist)."""
     import pyspark
 
-    java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get("JAVA_HOME") \
-        else shutil.which("java")
+    java = java_command()
     # the JVM checks the jars' times too: a Spark installed again in the same place needs a new archive
     jars = spark_jars()
     installed = str(jars.stat().st_mtime_ns) if jars.is_dir() else ""
-    identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java) if java else ""])
+    identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java)])
     return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_command() -> str:
+    """The java that Spark's launcher runs: JAVA_HOME's when it is set, else the first on PATH (`java`
+    when there is none)."""
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else shutil.which("java") or "java"
 
 
 def spark_jars() -> Path:

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 from py4j.protocol import Py4JError
 
-from .class_archive import spark_jars
+from .class_archive import java_command, spark_jars
 from .errors import StreamJoinError
 from .processes import HOST, terminate
 
@@ -65,7 +65,7 @@ def start(settings: Mapping[str, str], java_options: Sequence[str], cwd: Path) -
     """A metastore service with Hive settings `settings`, serving on 127.0.0.1 (the JVM writes to this
     process's standard output and error)."""
     jars = str(spark_jars())
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
+    java = java_command()
     try:
         port, token, process = launch_gateway(
             jarpath=next(iter(glob.glob(os.path.join(jars, "py4j-*.jar"))), ""), classpath=os.path.join(jars, "*"),
