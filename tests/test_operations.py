@@ -98,11 +98,12 @@ def test_maintain_and_status_refuse_options_out_of_range_and_touch_nothing(model
     home = str(model.tables.home)
     assert main(["maintain", home, "--vacuum-hours", "-1", "--changelog-keep-runs", "-2"]) == 2
     assert capsys.readouterr().err == (
-        "error: maintain: vacuum_hours must be a number of 0 or more (hours of versions whose files to keep), not -1.0; "
+        "error: maintain: vacuum_hours must be a finite number, 0 or more "
+        "(hours of versions whose files to keep), not -1.0; "
         "changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), not -2\n")
     assert {p: DeltaTable(p).version() for p in model.tables.all_tables()} == versions
     for hours in (float("nan"), float("inf")):
-        with pytest.raises(StreamJoinError, match="vacuum_hours must be a number of 0 or more"):
+        with pytest.raises(StreamJoinError, match="vacuum_hours must be a finite number, 0 or more"):
             maintain(model.tables, vacuum_hours=hours)
     with pytest.raises(SystemExit) as done:
         main(["status", home, "--runs", "0"])

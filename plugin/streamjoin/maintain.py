@@ -56,7 +56,7 @@ def check_options(*, vacuum_hours: float, changelog_keep_runs: int | None) -> No
     """StreamJoinError naming each option out of range, before any table is touched."""
     problems = []
     if not 0 <= vacuum_hours < math.inf:  # NaN included
-        problems.append(f"vacuum_hours must be a number of 0 or more (hours of versions whose files to keep), "
+        problems.append(f"vacuum_hours must be a finite number, 0 or more (hours of versions whose files to keep), "
                         f"not {vacuum_hours}")
     if changelog_keep_runs is not None and changelog_keep_runs < 0:
         problems.append(f"changelog_keep_runs must be 0 or more (runs whose changes to keep as they are), "
