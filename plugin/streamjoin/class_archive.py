@@ -45,11 +45,11 @@ def path() -> Path:
     (it need not exist)."""
     import pyspark
 
-    java = java_command()
+    java = shutil.which(java_command())
     # the JVM checks the jars' times too: a Spark installed again in the same place needs a new archive
     jars = spark_jars()
     installed = str(jars.stat().st_mtime_ns) if jars.is_dir() else ""
-    identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java)])
+    identity = "\n".join([pyspark.__version__, str(jars), installed, os.path.realpath(java) if java else ""])
     return cache_dir() / f"spark-driver-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
