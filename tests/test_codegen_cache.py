@@ -1,10 +1,13 @@
 """Runs of one model reuse the Java classes Spark generated for the runs before (session.DEFAULTS keeps
-enough of them): a run compiles its plans once, not every run again."""
+enough of them, and `run_values` keeps each run's own values out of their code): a run compiles its
+plans once, not every run again."""
 from __future__ import annotations
 
 from scenario import Scenario, delete, insert
 
+from streamjoin.conformance import CaseRunner
 from streamjoin.runtime import sizing
+from streamjoin.runtime.run import run_once
 
 SQL = "SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -49,6 +52,29 @@ def test_later_runs_of_a_model_compile_almost_nothing(spark, tmp_path, monkeypat
         compiled.append(compilations(spark) - before)
     # run 2 is the first to retract (the result is all level 0 then), run 3 the first to merge result
     # buckets' files; from then on the plan has one shape, and runs 4 and 5 find run 3's classes (with
-    # Spark's default of 100 cached classes each compiled about 200)
-    assert max(compiled[3:]) <= 10, compiled
+    # Spark's default of 100 cached classes each compiled about 200; with each run's id and clock in the
+    # generated code, about 5)
+    assert compiled[3:] == [0, 0], compiled
     assert m.result == {(2, 20, None): 1, (3, 30, None): 1, (1, 11, None): 1, (4, 40, None): 1, (5, 50, 500): 1}
+
+
+def test_runs_of_an_interval_join_with_a_new_watermark_each_compile_nothing_new(spark, tmp_path, monkeypatch):
+    """Each run has its own id and watermark, and expires and pads by it: once the runs' plans have one
+    shape, a run finds every class it needs already compiled (each such value written into the code made
+    every stage compile again, every run)."""
+    monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)
+    columns = [["k", "int"], ["v", "int"], ["ts", "timestamp"]]
+    sql = ("SELECT l.k, l.v, r.v AS w FROM l LEFT JOIN r ON l.k = r.k "
+           "AND l.ts BETWEEN r.ts - INTERVAL '1' MINUTE AND r.ts + INTERVAL '1' MINUTE")
+    runner = CaseRunner(spark, {"name": "m", "sql": sql, "config": {}, "runs": [], "inputs": {
+        n: {"columns": columns, "event_time": "ts"} for n in ("l", "r")}}, str(tmp_path))
+    compiled, added = [], []
+    for i in range(6):
+        at = f"2024-01-01 00:{10 * i:02d}:00"
+        runner.append_changes(i, {"l": [insert(i, 1, at), insert(i + 100, 2, at)], "r": [insert(i, 3, at)]})
+        before = compilations(spark)
+        report = run_once(spark, runner.plan, runner.tables)
+        compiled.append(compilations(spark) - before)
+        added.append(report.rows_out.get("+", 0))
+    assert added == [1, 2, 2, 2, 2, 2]  # each run's pair, and from run 2 on the last run's padded l row
+    assert compiled[-2:] == [0, 0], compiled

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from ..run_values import run_value
 from ..sql.plan import AsofSpec, Join
 from ..storage.appended import AppendedTable
 from ..types import JoinType, Side
@@ -57,7 +58,7 @@ class AsofJoin:
             self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
             for s in Side]).distinct())
         old, new = {}, {}
-        run = F.lit(x.run_id).cast("long").alias(RUN)
+        run = run_value(x.run_id).alias(RUN)
         for s in Side:
             side, table = self.sides[s], self.tables[s]
             stored = table.rows(x.spark).select(*side.columns, WEIGHT)

@@ -59,6 +59,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from ..errors import InputError
 from ..one_partition import gathered
 from ..row_errors import retraction_examples
+from ..run_values import run_value
 from ..sql.plan import Join, JoinPlan, Node, Scan, TimeBound, scans
 from ..storage import delta_log, file_reads
 from ..storage.formats import data_schema
@@ -285,7 +286,7 @@ class IntervalJoin:
         rows = (stored.groupBy(*[col(c) for c in side.columns], col(RUN).alias(n.run))
                 .agg(F.sum(WEIGHT).cast("long").alias(n.w), *degree).where(col(n.w) != 0))
         rows = side.with_keys(rows).withColumn(n.time, micros(col(self.time_column[s])))
-        return rows if alive_from is None else rows.where(col(n.time) >= F.lit(alive_from))
+        return rows if alive_from is None else rows.where(col(n.time) >= run_value(alive_from))
 
     def read_ranges(self, s: Side, stats: dict[Side, Any], old: Clock, new: Clock) -> list[tuple[int | None, int | None]]:
         """The time ranges of side `s`'s state this run needs: what the other side's new rows can
@@ -368,7 +369,7 @@ class IntervalJoin:
                                    x.versions.get(paths[s]), old.slice_us) for s in Side}
         late = self.stage_late_rows(changes, old)
         arrived = {s: persist(self.new_rows(s, changes[s])) for s in Side}
-        new = {s: arrived[s].where(~self.never_matching(s)).withColumn(self.names[s].run, F.lit(x.run_id).cast("long"))
+        new = {s: arrived[s].where(~self.never_matching(s)).withColumn(self.names[s].run, run_value(x.run_id))
                for s in Side}
         state = {s: persist(self.state_rows(s, tables[s], self.read_ranges(s, stats, old, clock),
                                             old.alive_from[s.value])) for s in Side}
@@ -382,7 +383,7 @@ class IntervalJoin:
             if self.bound.empty:  # no row can ever match: none is kept, outer rows are padded at once
                 alive = F.lit(False)
             else:
-                alive = F.lit(True) if alive_from is None else col(self.names[s].time) >= F.lit(alive_from)
+                alive = F.lit(True) if alive_from is None else col(self.names[s].time) >= run_value(alive_from)
             expired.append(state[s].where(~alive).agg(F.sum(self.names[s].w).alias("n")))
             side_padded, appends = self.settle(s, alive, tables[s], arrived[s], new[s], state[s], pairs)
             padded.extend(side_padded)
@@ -407,7 +408,7 @@ class IntervalJoin:
         rows = x.persist(self.degrees(s, new, state, pairs))
         padded = [self.padded(s, rows.where(~alive & (col(n.deg) + col(n.inc) == 0)), n.w),
                   self.padded(s, arrived.where(self.never_matching(s)), n.w)]
-        arriving = col(n.run) == F.lit(x.run_id)
+        arriving = col(n.run) == run_value(x.run_id)
         appends = rows.where(alive & (arriving | (col(n.inc) != 0))).select(
             *data, col(n.run).alias(RUN), F.when(arriving, col(n.w)).otherwise(0).cast("long").alias(WEIGHT),
             col(n.inc).alias(DEGREE), slice_)
@@ -421,13 +422,13 @@ class IntervalJoin:
         stages the write, the next ones add their files to it."""
         if old.watermark is None:  # no watermark yet: nothing is late
             return {}
-        x, behind = self.executor, F.lit(old.watermark - self.lateness_us)
+        x, behind = self.executor, run_value(old.watermark - self.lateness_us)
         schema = late_rows_schema(x.plan)
         path = x.tables.late_rows
         actions, counts = FileActions(), {}
         for s in self.scans:
             rows = changes[s].where(col("_passes") & (col(self.names[s].time) < behind))
-            meta = [F.lit(x.run_id).cast("long").alias("_run_id"), F.lit(self.node.id).alias("_join"),
+            meta = [run_value(x.run_id).alias("_run_id"), F.lit(self.node.id).alias("_join"),
                     F.lit(s.value).alias("_side"), F.lit(self.scans[s].input).alias("_input")]
             data = [(col(INPUT_ROW) if f.name == self.scans[s].input else F.lit(None)).cast(f.dataType).alias(f.name)
                     for f in schema.fields[len(LATE_META):]]

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..row_errors import fail_when, user_struct
+from ..run_values import run_value
 from ..sql.plan import EquiKey, Join, Scan, inserts_only, keeps_emitted
 from ..sql.temporal import proc_time_columns
 from ..storage import formats
@@ -116,7 +117,7 @@ class EmittedRows:
         x = self.x
         probes = x.persist(consolidate(x.delta(self.node.left), self.probe_columns))
         inserted = probes.where(col(WEIGHT) > 0)
-        run = F.lit(x.run_id).cast("long").alias(RUN)
+        run = run_value(x.run_id).alias(RUN)
         if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
             output = looked_up(x, self.node, inserted, {})
             self.stage(self.added(inserted, output, run))
@@ -133,7 +134,7 @@ class EmittedRows:
 
     def stage(self, changes: DataFrame) -> None:
         self.x.stage_state(self.table, self.with_keys(changes).select(
-            *[col(c) for c in self.state_columns], col(WEIGHT), F.lit(self.x.now_ms).cast("long").alias(UPDATED),
+            *[col(c) for c in self.state_columns], col(WEIGHT), run_value(self.x.now_ms).alias(UPDATED),
             self.bucket().alias(BUCKET)))
 
     def added(self, inserted: DataFrame, output: DataFrame, run: Column) -> DataFrame:

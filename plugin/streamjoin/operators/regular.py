@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 from ..one_partition import gathered
 from ..row_errors import fail_when, user_struct
+from ..run_values import run_value
 from ..spec import MissingRetractionPolicy
 from ..storage import delta_log
 from ..storage.state import BUCKET, DEGREE, UPDATED, StateLayout, StateTable
@@ -224,7 +225,7 @@ class RegularJoin:
 
     def stamps(self, side: JoinSide) -> list[SparkColumn]:
         """The columns every row appended to a side's state carries: the run's time and the row's bucket."""
-        return [F.lit(self.now_ms).cast("long").alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
+        return [run_value(self.now_ms).alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
 
     def null_aware_counters(self, state: StateTable, delta: DataFrame, keyed_delta: DataFrame) -> dict[str, dict[str, int]]:
         """NOT IN depends on two global facts about the subquery side: is it empty, has it a NULL.
@@ -244,7 +245,8 @@ class RegularJoin:
         """1 when a row passes `key NOT IN (subquery)`: the subquery is empty, or it holds no NULL,
         the key is not NULL and nothing matches it."""
         key_null = self.sides[Side.LEFT].null_key()
-        passes = (F.lit(counters["null_keys"]) == 0) & (degree == 0) & (~key_null | (F.lit(counters["rows"]) == 0))
+        empty = run_value(counters["rows"]) == 0
+        passes = (run_value(counters["null_keys"]) == 0) & (degree == 0) & (~key_null | empty)
         return F.when(passes, F.lit(1)).otherwise(F.lit(0)).cast("long")
 
     def output_columns(self) -> list[str]:
@@ -289,7 +291,7 @@ class RegularJoin:
             F.sum(DEG_STORED).cast("long").alias(DEG_STORED), F.max(UPDATED).alias(UPDATED))
             .where((col(W_STORED) != 0) | (col(W_DELTA) != 0)))
         # state retention: a row not updated within state_ttl has left state (silently, as in Flink)
-        expired = (col(UPDATED) < F.lit(self.now_ms - self.ttl_ms)) if self.ttl_ms is not None else F.lit(False)
+        expired = (col(UPDATED) < run_value(self.now_ms - self.ttl_ms)) if self.ttl_ms is not None else F.lit(False)
         merged = (merged.withColumn(W_OLD, F.when(expired, 0).otherwise(col(W_STORED)).cast("long"))
                   .withColumn(DEG_OLD, F.when(expired, 0).otherwise(col(DEG_STORED)).cast("long"))
                   .withColumn(IN_STATE, (col(W_OLD) != 0).cast("int")))

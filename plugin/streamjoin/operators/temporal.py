@@ -56,6 +56,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..row_errors import fail_when, user_struct
+from ..run_values import run_value
 from ..sql.plan import Join, Scan, TemporalSpec
 from ..sql.temporal import proc_time_columns
 from ..storage.formats import ORDER
@@ -130,7 +131,7 @@ class TemporalJoin:
         it and every later one (the others no on-time probe can select any more)."""
         if horizon is None:
             return entries
-        h = F.lit(horizon)
+        h = run_value(horizon)
         last = F.max(F.when(col(VTIME) <= h, col(VTIME))).over(Window.partitionBy(*[col(k) for k in self.versions.key_columns]))
         return entries.withColumn("_last", last).where((col(VTIME) > h) | (col(VTIME) == col("_last"))).drop("_last")
 
@@ -157,10 +158,10 @@ class TemporalJoin:
         x.watermarks[self.node.id] = w_new
 
         # probes: this run's and the stored ones not yet emitted
-        arrived = arrived.withColumn(RUN, F.lit(x.run_id).cast("long"))
+        arrived = arrived.withColumn(RUN, run_value(x.run_id))
         stored_probes = self.tables[PROBE].rows(x.spark)
         if w_old is not None:
-            stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > F.lit(w_old))
+            stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > run_value(w_old))
         cols = [*self.probe.columns, RUN, WEIGHT]
         pending = stored_probes.select(*cols).unionByName(arrived.select(*cols)).withColumn(
             PTIME, micros(col(self.spec.probe_time)))
@@ -173,7 +174,7 @@ class TemporalJoin:
         with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
         kept = self.clean(self.resolve(with_time(stored_entries)), horizon(old, self.lateness_us))
         new_entries = with_time(incoming.where(col("_kind") != RowKind.UPDATE_BEFORE.value).select(
-            *[col(c) for c in self.versions.columns], F.lit(x.run_id).cast("long").alias(RUN), col(POS),
+            *[col(c) for c in self.versions.columns], run_value(x.run_id).alias(RUN), col(POS),
             (col("_kind") == RowKind.DELETE.value).alias(DELETED))).where(~self.versions.null_key())
         entries = persist(self.resolve(kept.unionByName(new_entries)))
 
@@ -196,7 +197,7 @@ class TemporalJoin:
         # state
         cutoff = horizon(clock, self.lateness_us)
         still = pending.where(~is_due).select(*cols)
-        waiting = still.where(col(RUN) == F.lit(x.run_id))
+        waiting = still.where(col(RUN) == run_value(x.run_id))
         x.staged.append(self.tables[PROBE].stage(x.writer, waiting, still, clock.metadata()))
         x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
                                                     self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
@@ -219,7 +220,7 @@ class TemporalJoin:
         match = [c for c in self.probe.columns if c not in timed]  # the probe time among them: a row waits or not
         per_row = F.sum(WEIGHT).over(Window.partitionBy(*[col(c) for c in match]))  # < 0: retractions lack insertions
         if self.x.plan.config.on_missing_retraction == "ignore":
-            lacking = ~is_due & (col("_n") < 0) & (col(RUN) == F.lit(self.x.run_id)) & (col(WEIGHT) < 0)
+            lacking = ~is_due & (col("_n") < 0) & (col(RUN) == run_value(self.x.run_id)) & (col(WEIGHT) < 0)
             kept = F.when(lacking, F.least(col(WEIGHT) - col("_n"), F.lit(0))).otherwise(col(WEIGHT))
             return pending.withColumn("_n", per_row).withColumn(WEIGHT, kept).where(col(WEIGHT) != 0).drop("_n")
         message = F.concat(  # built for a failing row only

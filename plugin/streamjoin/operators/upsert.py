@@ -14,6 +14,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from ..run_values import run_value
 from ..spec import InputSpec
 from ..storage.formats import ORDER, data_schema
 from ..storage.state import BUCKET, UPDATED, StateTable
@@ -61,5 +62,5 @@ def normalize(spark: SparkSession, spec: InputSpec, upserts: DataFrame, key: Ups
         *[col(c) for c in names], F.lit(1).cast("long").alias(WEIGHT))
     change = persist(consolidate(previous.unionByName(current), names))
     appends = key.with_keys(change).select(*[col(c) for c in names], col(WEIGHT),
-                                           F.lit(now_ms).cast("long").alias(UPDATED), key.bucket().alias(BUCKET))
+                                           run_value(now_ms).alias(UPDATED), key.bucket().alias(BUCKET))
     return change, appends

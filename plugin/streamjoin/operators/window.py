@@ -33,6 +33,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from ..errors import InputError
 from ..row_errors import retraction_examples
+from ..run_values import run_value
 from ..sql.plan import Join, Node, Scan
 from ..storage.appended import AppendedTable
 from ..types import JoinType, RowKind, Side
@@ -90,12 +91,12 @@ class WindowJoin:
     def pending(self, s: Side, arrived: DataFrame, w_old: int | None) -> tuple[DataFrame, DataFrame]:
         """The side's stored rows of windows not fired before this run, and its rows of this run
         (`arrived`) of such windows (the others are late)."""
-        arrived = consolidate(arrived, self.columns[s]).withColumn(RUN, F.lit(self.x.run_id).cast("long"))
+        arrived = consolidate(arrived, self.columns[s]).withColumn(RUN, run_value(self.x.run_id))
         stored = self.tables[s].rows(self.x.spark)
         cols = [*self.columns[s], RUN, WEIGHT]
         arrived, stored = self.with_end(s, arrived.select(*cols)), self.with_end(s, stored.select(*cols))
         if w_old is not None:
-            open_before = col(END) - MILLI > F.lit(w_old)
+            open_before = col(END) - MILLI > run_value(w_old)
             self.late[s] = arrived.where(~open_before)
             arrived, stored = arrived.where(open_before), stored.where(open_before)
         return stored, arrived

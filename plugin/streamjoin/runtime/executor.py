@@ -21,6 +21,7 @@ from ..operators.regular import JoinSide, RegularJoin
 from ..operators.temporal import run_temporal_join
 from ..operators.upsert import UpsertKey, normalize
 from ..operators.window import run_window_join
+from ..run_values import run_value
 from ..sql.plan import Join, JoinPlan, Node, Scan, inserts_only
 from ..storage.delta_log import DataFile
 from ..storage import formats
@@ -188,7 +189,7 @@ class Executor:
         table's WHERE applied, its columns computed under their internal names (plus `extra`
         columns of the input rows)."""
         if node.proc_time:
-            rows = rows.withColumn(node.proc_time, F.timestamp_millis(F.lit(self.now_ms)))
+            rows = rows.withColumn(node.proc_time, F.timestamp_millis(run_value(self.now_ms)))
         if node.windows and node.windows.tvf:  # one row per window (HOP and CUMULATE windows overlap)
             tvf = node.windows.tvf
             rows = rows.withColumn(WINDOW, F.explode(F.expr(tvf.windows_sql()))).withColumns(

@@ -32,6 +32,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from .. import jvm_lists, jvm_lookups, one_partition
 from ..errors import ConcurrentRunError, InputError, PlanChangedError, StreamJoinError
 from ..row_errors import fail_when, raised
+from ..run_values import CONSTANT_FOLDING
 from ..spec import InputSpec
 from ..sql.plan import JoinPlan
 from ..storage import delta_log, filesystem, formats
@@ -141,6 +142,7 @@ def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
     from the bytes of its changes and of all it reads; True when they are planned in one partition
     (`one_partition`).
 
+    The optimizer keeps the run's values out of the code Spark generates for its plans (`run_values`).
     In one partition, a semi or anti join is not pushed below the leaf's coalescing to one partition
     (Spark's `PushDownLeftSemiAntiJoin` would, and the join would then shuffle its input)."""
     parallelism = spark.sparkContext.defaultParallelism
@@ -149,9 +151,9 @@ def sized(spark: SparkSession, change_bytes: int, read_bytes: int) -> bool:
     spark.conf.set("spark.sql.codegen.wholeStage", str(compiled).lower())
     spark.conf.set(CODEGEN_FACTORY, "FALLBACK" if compiled else "NO_CODEGEN")
     single = in_one_partition(change_bytes, read_bytes)
-    if single:
-        theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
-        spark.conf.set(EXCLUDED_RULES, ",".join(dict.fromkeys([*theirs, SEMI_JOIN_PUSHDOWN])))
+    theirs = [r for r in (spark.conf.get(EXCLUDED_RULES, None) or "").split(",") if r.strip()]
+    excluded = [*theirs, CONSTANT_FOLDING, *([SEMI_JOIN_PUSHDOWN] if single else [])]
+    spark.conf.set(EXCLUDED_RULES, ",".join(dict.fromkeys(excluded)))
     return single
 
 

@@ -20,6 +20,7 @@ from ..errors import ConfigError, StreamJoinError
 from ..local_rows import local_frame
 from ..one_partition import clustered
 from ..row_errors import fail_when
+from ..run_values import run_value
 from ..spec import ROW_KIND_COLUMN, RUN_ID_COLUMN
 from ..sql.plan import Join, JoinPlan
 from ..types import q
@@ -38,7 +39,7 @@ def output_schema(output: DataFrame) -> StructType:
 def stage_changelog(output: DataFrame, plan: JoinPlan, tables: ModelTables, run_id: int,
                     writer: RunWriter) -> StagedWrite:
     """The run's changelog rows, one per unit of weight, tagged with the run id."""
-    rows = _changelog_rows(output, plan).withColumn(RUN_ID_COLUMN, F.lit(run_id).cast("long"))
+    rows = _changelog_rows(output, plan).withColumn(RUN_ID_COLUMN, run_value(run_id))
     schema = StructType(list(output_schema(output).fields)
                         + [StructField(ROW_KIND_COLUMN, StringType()), StructField(RUN_ID_COLUMN, LongType())])
     actions = writer.write(rows, tables.changelog)

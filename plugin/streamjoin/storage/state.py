@@ -29,6 +29,7 @@ from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongTy
                                StructType, TimestampNTZType, TimestampType)
 
 from ..one_partition import clustered
+from ..run_values import run_value
 from ..zset import WEIGHT, col
 from . import bucket_merge, delta_log, file_reads
 from .file_reads import read_chosen
@@ -210,7 +211,8 @@ class StateTable:
                 .agg(*summed, F.max(col(fold.latest)).alias(fold.latest))
                 .where(reduce(lambda a, b: a | b, [col(s) != 0 for s in fold.sums])))
         if fold.expiring:
-            rows = rows.where((col(fold.latest) >= F.lit(fold.expire_before)) | ~col(BUCKET).isin(list(fold.expiring)))
+            kept = col(fold.latest) >= run_value(fold.expire_before)
+            rows = rows.where(kept | ~col(BUCKET).isin(list(fold.expiring)))
         return rows.select(*[col(c) for c in names])
 
     @property
