@@ -6,7 +6,7 @@ and caches compiled code by its source: a plan that differs from the last run's 
 compiles every stage again (Janino), and the JVM compiles the new classes' hot methods again. A
 decimal literal is passed to the generated code as an object instead, so a value made as a decimal
 and cast to a long leaves the source the same run after run, as long as the optimizer does not fold
-the cast into a long literal: a run's plans are optimized without `ConstantFolding` (`RUN_CONF`).
+the cast into a long literal: a run's plans are optimized without `ConstantFolding` (`runtime.run.sized`).
 """
 from __future__ import annotations
 
