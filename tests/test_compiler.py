@@ -36,6 +36,16 @@ def test_left_join_plan_keys_and_outputs():
     assert p.output_names == ["id", "cost"]
 
 
+def test_inputs_are_listed_in_the_order_the_query_reads_them_whatever_order_declared_them():
+    """dbt hands a model's inputs in an order that may differ between processes; a run's report lists them
+    in this order (`changes in: ...`), so it follows the query."""
+    declared = {name: INPUTS[name] for name in ("ships", "prices", "orders")}
+    sql = "SELECT o.id FROM prices p JOIN orders o ON o.id = p.id JOIN ships s ON s.order_id = o.id"
+    assert list(compile_sql("m", sql, declared).inputs) == ["prices", "orders", "ships"]
+    reversed_sql = "SELECT o.id FROM orders o JOIN prices p ON o.id = p.id"  # an input declared but not read comes last
+    assert list(compile_sql("m", reversed_sql, declared).inputs) == ["orders", "prices", "ships"]
+
+
 def test_reversed_equality_and_null_safe_keys():
     p = plan("SELECT o.id FROM orders o JOIN prices p ON p.id <=> o.id")
     assert [(k.left, k.right, k.null_safe) for k in p.root.keys] == [("`o__id`", "`p__id`", True)]

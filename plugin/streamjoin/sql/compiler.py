@@ -111,6 +111,7 @@ class _Compiler:
             filters=tuple(scope.render(f, self.fail) for f in post_filters),
             outputs=tuple(outputs),
         )
+        plan = replace(plan, inputs=in_query_order(plan))
         check_event_times(plan, self.fail)
         kind = plan.binary_only()
         return keep_binary(plan, self.fail, kind) if kind else choose_strategy(plan, self.fail)
@@ -308,6 +309,13 @@ def _visible_aliases(node: Node) -> set[str]:
         left = _visible_aliases(node.left)
         return left if not node.join_type.emits_pairs else left | _visible_aliases(node.right)
     return {s.alias for s in node.inputs}
+
+
+def in_query_order(plan: JoinPlan) -> dict[str, InputSpec]:
+    """The plan's inputs in the order the query reads them (its join tree's leaves, left to right), then
+    any it declares but does not read: a run's report lists its inputs so, whatever order declared them."""
+    read = [node.input for node in plan.nodes() if isinstance(node, Scan)]
+    return {**{name: plan.inputs[name] for name in read if name in plan.inputs}, **plan.inputs}
 
 
 def compile_sql(model: str, sql: str, inputs: Mapping[str, InputSpec], config: ModelConfig | None = None) -> JoinPlan:
