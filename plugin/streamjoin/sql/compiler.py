@@ -16,7 +16,7 @@ Everything else fails here, naming the construct and its line and column (`posit
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -30,7 +30,7 @@ from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
-from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan
+from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans
 from .scope import Binding, Scope
 from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
@@ -105,13 +105,12 @@ class _Compiler:
         plan = JoinPlan(
             model=self.model,
             sql=self.sql,
-            inputs={spec.name: spec for spec in self.inputs.values()},
+            inputs=in_query_order(root, self.inputs.values()),
             config=self.config,
             root=root,
             filters=tuple(scope.render(f, self.fail) for f in post_filters),
             outputs=tuple(outputs),
         )
-        plan = replace(plan, inputs=in_query_order(plan))
         check_event_times(plan, self.fail)
         kind = plan.binary_only()
         return keep_binary(plan, self.fail, kind) if kind else choose_strategy(plan, self.fail)
@@ -311,11 +310,11 @@ def _visible_aliases(node: Node) -> set[str]:
     return {s.alias for s in node.inputs}
 
 
-def in_query_order(plan: JoinPlan) -> dict[str, InputSpec]:
-    """The plan's inputs in the order the query reads them (its join tree's leaves, left to right), then
-    any it declares but does not read: a run's report lists its inputs so, whatever order declared them."""
-    read = [node.input for node in plan.nodes() if isinstance(node, Scan)]
-    return {**{name: plan.inputs[name] for name in read if name in plan.inputs}, **plan.inputs}
+def in_query_order(root: Node, declared: Iterable[InputSpec]) -> dict[str, InputSpec]:
+    """The declared inputs by name, in the order the join tree reads them (its scans, left to right), then
+    any declared but not read: a run's report lists its inputs so, whatever order declared them."""
+    inputs = {spec.name: spec for spec in declared}
+    return {**{scan.input: inputs[scan.input] for scan in scans(root) if scan.input in inputs}, **inputs}
 
 
 def compile_sql(model: str, sql: str, inputs: Mapping[str, InputSpec], config: ModelConfig | None = None) -> JoinPlan:
