@@ -161,6 +161,30 @@ def test_scenarios(spark):
     cases_pass(spark, SCENARIOS, CASES)
 
 
+def test_a_rate_that_changes_every_second_gives_each_order_the_rate_of_its_second(spark):
+    """Many versions of a key in each run, and orders at the very times of versions: each order joins
+    the version of its own second (a version is valid from its time on); USD's rate is deleted at
+    second 50 and set again at 70, so its orders of seconds 50-69 are null-padded."""
+    seconds = {0: range(0, 120), 1: range(120, 240)}
+    deleted = range(50, 70)
+
+    def changes(run: int) -> dict:
+        rates = [rate(cur, s, s) for s in seconds[run] for cur in ("EUR", "USD") if not (cur == "USD" and s in deleted)]
+        if run == 0:
+            rates.append(rate("USD", 49, 50, "-D"))
+        orders = [order(2 * s + (cur == "USD"), cur, s) for s in seconds[run] for cur in ("EUR", "USD")]
+        return {"rates": rates, "orders": orders}
+
+    def emitted(run: int) -> list:
+        return [["+I", [2 * s + (cur == "USD"), cur, None if cur == "USD" and s in deleted else s]]
+                for s in seconds[run] for cur in ("EUR", "USD")]
+
+    # each run's watermark is its last second (both inputs reach it), so every order of the run is due
+    outcome = run_case(spark, {"name": "ticking-rates", "sql": LEFT, "inputs": {"orders": ORDERS, "rates": RATES},
+                               "runs": [{"changes": changes(r), "expect_changelog": emitted(r)} for r in seconds]})
+    assert_ok(outcome)
+
+
 # -- compile time ----------------------------------------------------------------------------------
 def _specs(**overrides: dict) -> dict[str, InputSpec]:
     return input_specs({"orders": ORDERS, "rates": RATES, **overrides})

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 META_KEY = "streamjoin.temporal"
 RUN, POS, DELETED = "_run", "_pos", "_deleted"
-PTIME, VTIME, PID = "_p_time", "_v_time", "_p_id"
+PTIME, VTIME = "_p_time", "_v_time"
 PROBE, VERSIONS = "probe", "versions"
 
 
@@ -137,12 +137,26 @@ class TemporalJoin:
 
     # -- the join -------------------------------------------------------------------------------
     def select_versions(self, due: DataFrame, entries: DataFrame) -> DataFrame:
-        """Each due probe (with `_p_id`) and the entry of its key it selects (NULL columns when none)."""
-        conds = [due[a] == entries[b] for a, b in zip(self.probe.key_columns, self.versions.key_columns)]
-        cond = reduce(lambda a, b: a & b, conds) & (entries[VTIME] <= due[PTIME])
-        candidates = due.join(entries, cond, "left")
-        latest = Window.partitionBy(col(PID)).orderBy(col(VTIME).desc_nulls_last())
-        return candidates.withColumn("_n", F.row_number().over(latest)).where(col("_n") == 1).drop("_n")
+        """Each due probe with the entry of its key that it selects, the one with the largest time at
+        or before its own (NULL columns when none).
+
+        One sorted pass: probes and entries of a key in time order, an entry ahead of a probe at its
+        time, and each probe takes the last entry before it. (Joining each probe with every earlier
+        entry of its key and keeping the latest grew with probes times versions: a rate that changes
+        every second, 3,000 probes and versions of each of 2 keys in a run, took 34 s a run, against 2.4 s.)"""
+        keys = [f"_tk{i}" for i in range(len(self.probe.key_columns))]
+        picked = [c for c in entries.columns if c not in (*self.versions.key_columns, RUN, POS)]
+        probes = due.select("*", *[col(a).alias(k) for a, k in zip(self.probe.key_columns, keys)],
+                            col(PTIME).alias("_t"), F.lit(True).alias("_probe"))
+        versions = entries.select(*[col(b).alias(k) for b, k in zip(self.versions.key_columns, keys)],
+                                  col(VTIME).alias("_t"), F.lit(False).alias("_probe"),
+                                  F.struct(*[col(c) for c in picked]).alias("_entry"))
+        so_far = Window.partitionBy(*[col(k) for k in keys]).orderBy(col("_t"), col("_probe")).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow)
+        both = probes.unionByName(versions, allowMissingColumns=True)
+        latest = both.withColumn("_entry", F.last(col("_entry"), ignorenulls=True).over(so_far))
+        return latest.where(col("_probe")).select(*[col(c) for c in due.columns],
+                                                  *[col("_entry")[c].alias(c) for c in picked])
 
     def run(self) -> DataFrame:
         x, persist = self.x, self.x.persist
@@ -179,8 +193,7 @@ class TemporalJoin:
         entries = persist(self.resolve(kept.unionByName(new_entries)))
 
         # emit the due probes
-        due = self.probe.with_keys(pending.where(is_due)).withColumn(PID, F.monotonically_increasing_id())
-        due = persist(due)
+        due = persist(self.probe.with_keys(pending.where(is_due)))
         chosen = self.select_versions(due, entries)
         found = col(VTIME).isNotNull() & ~col(DELETED)
         if self.node.residual:
