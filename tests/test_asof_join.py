@@ -85,6 +85,17 @@ def test_update_pairs_carry_the_row_kinds(spark):
     assert kinds == ["+U", "-U"], outcome["runs"][1]
 
 
+
+def test_a_match_condition_over_a_time_and_a_string_fails_the_run_naming_both_and_the_fix(spark):
+    """Spark would compare them after a cast, but one ordering of both cannot follow that comparison."""
+    quotes = {"columns": [["sym", "string"], ["px", "int"], ["ts", "string"]]}
+    outcome = run_case(spark, {"name": "asof-string-time", "sql": LEFT, "inputs": {"trades": TRADES, "quotes": quotes},
+                               "runs": [{"changes": {"trades": [trade(1, "A", 5)], "quotes": [["+I", ["A", 1, t(2)]]]},
+                                         "expect_error": "MATCH_CONDITION compares t.ts (timestamp) with q.ts "
+                                                         "(string); cast one side so that both are timestamps, "
+                                                         "dates or numbers"}]})
+    assert_ok(outcome)
+
 # -- compile time ----------------------------------------------------------------------------------
 def _specs() -> dict[str, InputSpec]:
     return input_specs({"trades": TRADES, "quotes": QUOTES})

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import DateType, LongType, NumericType, StructField, StructType, TimestampNTZType, TimestampType
 
+from ..errors import ConfigError
 from ..run_values import run_value
-from ..sql.plan import AsofSpec, Join
+from ..sql.plan import AsofSpec, Join, as_written
 from ..storage.appended import AppendedTable
 from ..types import JoinType, Side
 from ..unions import union_by_name
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ..runtime.executor import Executor
     from .regular import JoinSide
 
-RUN, ROW_ID = "_run", "_left_row"
+RUN = "_run"
 
 
 class AsofJoin:
@@ -82,20 +83,48 @@ class AsofJoin:
         return reduce(lambda a, b: a & b, pairs)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
-        """Each left row with its nearest right row (one per unit of weight of the left row)."""
+        """Each left row with its nearest right row (one per unit of weight of the left row).
+
+        One sorted pass per key: left and right rows in time order (latest-first for <= and <), a right
+        row ahead of a left row at its time where the condition admits equal times, and each left row
+        takes the last right row before it. Of right rows at one time the one with the smallest
+        columns is nearest, as in the batch view. (Pairing each left row with every right row of its key
+        that meets the condition grew with left rows times right rows of a key.)"""
         l_side, r_side = self.sides[Side.LEFT], self.sides[Side.RIGHT]
-        lk = self.keyed(Side.LEFT, left.withColumnRenamed(WEIGHT, "_wl")).withColumn(ROW_ID, F.monotonically_increasing_id())
-        rk = self.keyed(Side.RIGHT, right.drop(WEIGHT))
-        keys = [col(a).eqNullSafe(col(b)) if safe else col(a) == col(b)
-                for a, b, safe in zip(l_side.key_columns, r_side.key_columns, l_side.null_safe)]
-        cond = reduce(lambda a, b: a & b, keys) & F.expr(f"{self.spec.left_time} {self.spec.op} {self.spec.right_time}")
-        how = "left_outer" if self.node.join_type is JoinType.LEFT else "inner"
-        pairs = lk.join(rk, cond, how)
-        time = F.expr(self.spec.right_time)
-        order = [time.desc() if self.spec.latest else time.asc(), *[col(c).asc_nulls_first() for c in r_side.columns]]
-        nearest = F.row_number().over(Window.partitionBy(col(ROW_ID)).orderBy(*order))
-        return (pairs.withColumn("_n", nearest).where(col("_n") == 1)
-                .select(*[col(c) for c in [*l_side.columns, *r_side.columns]], col("_wl").alias(WEIGHT)))
+        keys = [f"_ak{i}" for i in range(len(l_side.key_columns))]
+        lefts = self.keyed(Side.LEFT, left).select(
+            *l_side.columns, WEIGHT, *[col(a).alias(k) for a, k in zip(l_side.key_columns, keys)],
+            F.expr(self.spec.left_time).alias("_t"), F.lit(True).alias("_left"))
+        rights = self.keyed(Side.RIGHT, right).where(~r_side.null_key()).select(
+            *[col(b).alias(k) for b, k in zip(r_side.key_columns, keys)], F.expr(self.spec.right_time).alias("_t"),
+            F.lit(False).alias("_left"), F.struct(*[col(c) for c in r_side.columns]).alias("_match")
+        ).where(col("_t").isNotNull())
+        self.check_times(lefts, rights)
+        strict = not self.spec.op.endswith("=")  # a right row at a left row's time does not match it
+        order = [col("_t").asc() if self.spec.latest else col("_t").desc(),
+                 col("_left").desc() if strict else col("_left").asc(),
+                 *[col("_match")[c].desc_nulls_last() for c in r_side.columns]]
+        so_far = Window.partitionBy(*[col(k) for k in keys]).orderBy(*order).rowsBetween(
+            Window.unboundedPreceding, Window.currentRow)
+        nearest = F.when(col("_t").isNotNull(), F.last(col("_match"), ignorenulls=True).over(so_far))
+        pairs = lefts.unionByName(rights, allowMissingColumns=True).withColumn("_match", nearest).where(col("_left"))
+        if self.node.join_type is not JoinType.LEFT:
+            pairs = pairs.where(col("_match").isNotNull())
+        return pairs.select(*[col(c) for c in l_side.columns], *[col("_match")[c].alias(c) for c in r_side.columns],
+                            col(WEIGHT))
+
+    def check_times(self, lefts: DataFrame, rights: DataFrame) -> None:
+        """Refuse a match condition whose two times Spark would order differently in one column than it
+        compares them (a string with a timestamp, say): both must be numbers, or both dates or timestamps."""
+        types = (lefts.schema["_t"].dataType, rights.schema["_t"].dataType)
+        datetimes = (DateType, TimestampType, TimestampNTZType)
+        if types[0] == types[1] or all(isinstance(t, NumericType) for t in types) \
+                or all(isinstance(t, datetimes) for t in types):
+            return
+        times_sql = (self.spec.left_time, self.spec.right_time)
+        left, right = (f"{as_written(e)} ({t.simpleString()})" for e, t in zip(times_sql, types))
+        raise ConfigError(f"the ASOF join {self.node.id}'s MATCH_CONDITION compares {left} with {right}; "
+                          "cast one side so that both are timestamps, dates or numbers", model=self.x.plan.model)
 
 
 def run_asof_join(executor: "Executor", node: Join) -> DataFrame:

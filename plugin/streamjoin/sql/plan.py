@@ -5,6 +5,7 @@ every node's rows carry unique, readable column names and the generated code sho
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace, field
 from datetime import timedelta
 from typing import Collection, Mapping, Union
@@ -20,6 +21,15 @@ def internal_name(alias: str, column: str) -> str:
     'o__order_id'
     """
     return f"{alias}__{column}"
+
+
+def as_written(sql: str) -> str:
+    """Spark SQL over internal names with each quoted internal name as a model writes it.
+
+    >>> as_written("`t__ts` >= `q__ts`")
+    't.ts >= q.ts'
+    """
+    return re.sub(r"`([^`]+?)__([^`]+)`", r"\1.\2", sql)
 
 
 @dataclass(frozen=True)
