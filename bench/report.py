@@ -326,7 +326,7 @@ def _throughput_table(results: dict[str, Any], cores: int) -> list[str]:
              f"given state (Spark local, {cores} cores). Flink: the whole stream's changes / job seconds "
              "(submission to last result; parallelism noted; all Flink jobs share one JVM, so the first also pays its "
              "warm-up). Spark batch: snapshot rows / seconds of the "
-             "recompute. Per core = divided by the cores the system used.", "",
+             "recompute (the median of 3 in one session). Per core = divided by the cores the system used.", "",
              "| workload | system | state | batch | seconds | records/s | per core | peak RSS | load |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in results["points"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -68,15 +69,21 @@ def write_snapshots(workload: Workload, tables: dict[str, pa.Table], folder: Pat
     return counts
 
 
-def spark_batch(spark: SparkSession, workload: Workload, snapshots: Path, out: Path) -> dict[str, Any]:
-    """Recompute the query over the snapshots and write the result as Parquet, timed."""
+def spark_batch(spark: SparkSession, workload: Workload, snapshots: Path, out: Path,
+                repeats: int = 3) -> dict[str, Any]:
+    """Recompute the query over the snapshots and write the result as Parquet, ``repeats`` times in
+    the same session: the median is the recompute's time (a single measurement on this machine varied
+    4x between reports), as streamjoin's small runs are the median of several warm runs."""
     for item in workload.inputs:
         spark.read.parquet(str(snapshots / item.name)).createOrReplaceTempView(item.name)
+    times = []
     with PeakMemory() as memory:
-        started = time.perf_counter()
-        spark.sql(workload.spark_sql).write.mode("overwrite").parquet(str(out))
-        seconds = time.perf_counter() - started
-    return {"seconds": seconds, "peak_rss_bytes": memory.peak}
+        for _ in range(repeats):
+            started = time.perf_counter()
+            spark.sql(workload.spark_sql).write.mode("overwrite").parquet(str(out))
+            times.append(time.perf_counter() - started)
+    return {"seconds": statistics.median(times), "repeats_s": [round(t, 3) for t in times],
+            "peak_rss_bytes": memory.peak}
 
 
 def batch_schema(spark: SparkSession, workload: Workload, snapshots: Path) -> StructType:
