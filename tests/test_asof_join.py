@@ -85,7 +85,6 @@ def test_update_pairs_carry_the_row_kinds(spark):
     assert kinds == ["+U", "-U"], outcome["runs"][1]
 
 
-
 def test_a_match_condition_over_a_time_and_a_string_fails_the_run_naming_both_and_the_fix(spark):
     """Spark would compare them after a cast, but one ordering of both cannot follow that comparison."""
     quotes = {"columns": [["sym", "string"], ["px", "int"], ["ts", "string"]]}
@@ -95,6 +94,7 @@ def test_a_match_condition_over_a_time_and_a_string_fails_the_run_naming_both_an
                                                          "(string); cast one side so that both are timestamps, "
                                                          "dates or numbers"}]})
     assert_ok(outcome)
+
 
 # -- compile time ----------------------------------------------------------------------------------
 def _specs() -> dict[str, InputSpec]:
