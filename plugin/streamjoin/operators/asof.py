@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, LongType, NumericType, StructField, StructType, TimestampNTZType, TimestampType
 
@@ -28,6 +28,7 @@ from ..storage.appended import AppendedTable
 from ..types import JoinType, Side
 from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
+from .nearest import MATCH, last_before
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -55,6 +56,7 @@ class AsofJoin:
     def run(self) -> DataFrame:
         x = self.x
         changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
+        self.check_times(changes)
         touched = x.persist(union_by_name([
             self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
             for s in Side]).distinct())
@@ -83,45 +85,30 @@ class AsofJoin:
         return reduce(lambda a, b: a & b, pairs)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
-        """Each left row with its nearest right row (one per unit of weight of the left row).
-
-        One sorted pass per key: left and right rows in time order (latest-first for <= and <), a right
-        row ahead of a left row at its time where the condition admits equal times, and each left row
-        takes the last right row before it. Of right rows at one time the one with the smallest
-        columns is nearest, as in the batch view. (Pairing each left row with every right row of its key
-        that meets the condition grew with left rows times right rows of a key.)"""
+        """Each left row with its nearest right row (one per unit of weight of the left row): the one
+        `nearest.last_before` finds, in time order (latest-first for <= and <), a right row at a left
+        row's time included where the condition admits equal times. Of right rows at one time the one
+        with the smallest columns is nearest, as in the batch view."""
         l_side, r_side = self.sides[Side.LEFT], self.sides[Side.RIGHT]
-        keys = [f"_ak{i}" for i in range(len(l_side.key_columns))]
-        lefts = self.keyed(Side.LEFT, left).select(
-            *l_side.columns, WEIGHT, *[col(a).alias(k) for a, k in zip(l_side.key_columns, keys)],
-            F.expr(self.spec.left_time).alias("_t"), F.lit(True).alias("_left"))
-        rights = self.keyed(Side.RIGHT, right).where(~r_side.null_key()).select(
-            *[col(b).alias(k) for b, k in zip(r_side.key_columns, keys)], F.expr(self.spec.right_time).alias("_t"),
-            F.lit(False).alias("_left"), F.struct(*[col(c) for c in r_side.columns]).alias("_match")
-        ).where(col("_t").isNotNull())
-        self.check_times(lefts, rights)
-        strict = not self.spec.op.endswith("=")  # a right row at a left row's time does not match it
-        order = [col("_t").asc() if self.spec.latest else col("_t").desc(),
-                 col("_left").desc() if strict else col("_left").asc(),
-                 *[col("_match")[c].desc_nulls_last() for c in r_side.columns]]
-        so_far = Window.partitionBy(*[col(k) for k in keys]).orderBy(*order).rowsBetween(
-            Window.unboundedPreceding, Window.currentRow)
-        nearest = F.when(col("_t").isNotNull(), F.last(col("_match"), ignorenulls=True).over(so_far))
-        pairs = lefts.unionByName(rights, allowMissingColumns=True).withColumn("_match", nearest).where(col("_left"))
+        pairs = last_before(
+            self.keyed(Side.LEFT, left).select(*l_side.columns, *l_side.key_columns, WEIGHT), l_side.key_columns,
+            F.expr(self.spec.left_time), self.keyed(Side.RIGHT, right).where(~r_side.null_key()), r_side.key_columns,
+            F.expr(self.spec.right_time), r_side.columns, latest=self.spec.latest,
+            equal_time_matches=self.spec.op.endswith("="), ties=r_side.columns)
         if self.node.join_type is not JoinType.LEFT:
-            pairs = pairs.where(col("_match").isNotNull())
-        return pairs.select(*[col(c) for c in l_side.columns], *[col("_match")[c].alias(c) for c in r_side.columns],
+            pairs = pairs.where(col(MATCH).isNotNull())
+        return pairs.select(*[col(c) for c in l_side.columns], *[col(MATCH)[c].alias(c) for c in r_side.columns],
                             col(WEIGHT))
 
-    def check_times(self, lefts: DataFrame, rights: DataFrame) -> None:
+    def check_times(self, changes: dict[Side, DataFrame]) -> None:
         """Refuse a match condition whose two times Spark would order differently in one column than it
         compares them (a string with a timestamp, say): both must be numbers, or both dates or timestamps."""
-        types = (lefts.schema["_t"].dataType, rights.schema["_t"].dataType)
+        times_sql = (self.spec.left_time, self.spec.right_time)
+        types = [changes[s].select(F.expr(t)).schema[0].dataType for s, t in zip(Side, times_sql)]
         datetimes = (DateType, TimestampType, TimestampNTZType)
         if types[0] == types[1] or all(isinstance(t, NumericType) for t in types) \
                 or all(isinstance(t, datetimes) for t in types):
             return
-        times_sql = (self.spec.left_time, self.spec.right_time)
         left, right = (f"{as_written(e)} ({t.simpleString()})" for e, t in zip(times_sql, types))
         raise ConfigError(f"the ASOF join {self.node.id}'s MATCH_CONDITION compares {left} with {right}; "
                           "cast one side so that both are timestamps, dates or numbers", model=self.x.plan.model)
