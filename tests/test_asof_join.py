@@ -8,14 +8,19 @@ inputs' snapshots after every run. Times are seconds after 2024-01-01 00:00:00.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenario import assert_ok, cases_pass, compile_error, input_specs
-from streamjoin.conformance import run_case
+from scenario import assert_ok, cases_pass, compacting_at, compile_error, input_specs
+from streamjoin.conformance import CaseRunner, run_case
+from streamjoin.errors import InputError
+from streamjoin.runtime.run import run_once
 from streamjoin.spec import InputSpec
 from streamjoin.sql.compiler import compile_sql
 
@@ -96,6 +101,20 @@ def test_a_match_condition_over_a_time_and_a_string_fails_the_run_naming_both_an
     assert_ok(outcome)
 
 
+
+def test_state_an_earlier_streamjoin_kept_in_one_table_fails_the_run_asking_for_one_rebuild(spark, tmp_path):
+    """Earlier builds appended an ASOF join's state to a table read whole every run (a `_run` column per row)."""
+    case = {"name": "asof-old-state", "sql": LEFT, "inputs": {"trades": TRADES, "quotes": QUOTES}, "runs": []}
+    runner = CaseRunner(spark, case, str(tmp_path))
+    old = pa.table({"t__id": pa.array([1], pa.int32()), "t__sym": ["A"], "t__ts": pa.array([0], pa.timestamp("us")),
+                    "_run": [1], "_weight": [1]})
+    write_deltalake(runner.tables.state("j1_left"), old)
+    runner.append_changes(0, {"trades": [trade(2, "A", 5)]})
+    with pytest.raises(InputError, match=r"model 'asof-old-state': the ASOF join j1's state was written by an earlier "
+                                         r"streamjoin.*dbt run --full-refresh --select asof-old-state"):
+        run_once(spark, runner.plan, runner.tables)
+    assert not DeltaTable.is_deltatable(runner.tables.result), "the failed run committed nothing"
+
 # -- compile time ----------------------------------------------------------------------------------
 def _specs() -> dict[str, InputSpec]:
     return input_specs({"trades": TRADES, "quotes": QUOTES})
@@ -167,12 +186,14 @@ def asof_rule(trades: list[list], quotes: list[list], op: str, left: bool) -> li
     return sorted(out, key=repr)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(runs=changelogs(), op=st.sampled_from([">=", ">", "<=", "<"]), left=st.booleans())
-def test_results_follow_the_rule_over_the_snapshots(spark, runs, op, left):
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runs=changelogs(), op=st.sampled_from([">=", ">", "<=", "<"]), left=st.booleans(), folding=st.booleans())
+def test_results_follow_the_rule_over_the_snapshots(spark, runs, op, left, folding):
     sql = LEFT.replace(">=", op).replace("LEFT ASOF", "LEFT ASOF" if left else "ASOF")
-    outcome = run_case(spark, {"name": "asof-property", "sql": sql, "inputs": {"trades": TRADES, "quotes": QUOTES},
-                               "runs": runs})
+    # folding: every run folds state into files per bucket, so later runs read the touched keys' rows from them
+    with compacting_at(1, 1, level0_rows=1) if folding else nullcontext():
+        outcome = run_case(spark, {"name": "asof-property", "sql": sql, "runs": runs,
+                                   "inputs": {"trades": TRADES, "quotes": QUOTES}})
     assert_ok(outcome)
     now: dict[str, list[list]] = {"trades": [], "quotes": []}
     for i, (run, got) in enumerate(zip(runs, outcome["runs"])):

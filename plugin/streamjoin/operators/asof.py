@@ -8,31 +8,32 @@ the left rows of its key whose match changes (the rest cancel); with an output u
 result table writes them as -U/+U. A left row takes one right row whatever its multiplicity, so a
 left row of weight w gives an output row of weight w.
 
-State: one Delta table per side of its changes (`_run`, `_weight`), a `storage.appended` table
-read whole and consolidated per touched key, and now and then rewritten consolidated (its live
-rows only).
+State: each side's rows with their weights in a keyed state table (`storage.state`, as a regular
+join's), so a run reads the rows of the keys it touches, not the whole table. Every live row stays:
+`state_ttl` does not apply.
 """
 from __future__ import annotations
 
-from functools import reduce
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DateType, LongType, NumericType, StructField, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..run_values import run_value
 from ..sql.plan import AsofSpec, Join, as_written
-from ..storage.appended import AppendedTable
+from ..storage import delta_log
+from ..storage.state import BUCKET, UPDATED, StateTable
 from ..types import JoinType, Side
 from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
 from .nearest import MATCH, last_before
+from .regular import JoinSide, bucket_of
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
-    from .regular import JoinSide
 
 RUN = "_run"
 
@@ -44,11 +45,11 @@ class AsofJoin:
         self.x = executor
         self.node = node
         self.spec: AsofSpec = node.asof  # type: ignore[assignment]
-        self.sides: dict[Side, JoinSide] = executor.join_sides(node)
-        paths = {s: executor.tables.state(f"{node.id}_{s.value}") for s in Side}
-        self.tables = {s: AppendedTable(paths[s], executor.versions.get(paths[s]), StructType(
-            list(self.sides[s].schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
-            for s in Side}
+        self.sides: dict[Side, JoinSide] = {s: replace(side, tracks_degree=False)
+                                            for s, side in executor.join_sides(node).items()}
+        self.states = {s: executor.state_table(f"{node.id}_{s.value}", self.sides[s]) for s in Side}
+        for s in Side:
+            self.check_layout(self.states[s])
 
     def keyed(self, s: Side, rows: DataFrame) -> DataFrame:
         return self.sides[s].with_keys(rows)
@@ -57,21 +58,21 @@ class AsofJoin:
         x = self.x
         changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
         self.check_times(changes)
+        keyed = {s: self.keyed(s, changes[s]) for s in Side}
+        n = len(self.sides[Side.LEFT].key_columns)
         touched = x.persist(union_by_name([
-            self.keyed(s, changes[s]).select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)])
-            for s in Side]).distinct())
+            keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)]) for s in Side
+        ]).distinct().withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], x.plan.config.state_buckets)))
         old, new = {}, {}
-        run = run_value(x.run_id).alias(RUN)
         for s in Side:
-            side, table = self.sides[s], self.tables[s]
-            stored = table.rows(x.spark).select(*side.columns, WEIGHT)
-            change = changes[s].select(*side.columns, WEIGHT)
-            mine = self.keyed(s, stored).join(touched, self.same_key(s, touched), "left_semi")
-            old[s] = x.persist(consolidate(mine.select(*side.columns, WEIGHT), side.columns))
-            new[s] = x.persist(consolidate(old[s].unionByName(change), side.columns))
-            live = consolidate(stored.unionByName(change), side.columns)
-            x.staged.append(table.stage(x.writer, change.select(*side.columns, run, WEIGHT),
-                                        live.select(*side.columns, run, WEIGHT)))
+            side = self.sides[s]
+            mine = touched.select(*[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
+            stored = self.states[s].read(x.spark, mine, side.with_keys)
+            old[s] = x.persist(consolidate(stored.select(*side.columns, WEIGHT), side.columns))
+            new[s] = x.persist(consolidate(old[s].unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns))
+            appends = keyed[s].select(*side.columns, WEIGHT, run_value(x.now_ms).alias(UPDATED),
+                                      side.bucket(x.plan.config.state_buckets).alias(BUCKET))
+            x.stage_state(self.states[s], appends, expires=False)
         before = self.asof(old[Side.LEFT], old[Side.RIGHT])
         after = self.asof(new[Side.LEFT], new[Side.RIGHT])
         columns = [*self.sides[Side.LEFT].columns, *self.sides[Side.RIGHT].columns]
@@ -79,10 +80,12 @@ class AsofJoin:
         x.count_metrics(self.node, {"operator": "asof join"}, {"touched_keys": (touched, F.lit(1))})
         return output
 
-    def same_key(self, s: Side, touched: DataFrame) -> Column:
-        """A row of side `s` (with its key columns) has a touched key (NULLs equal: they are touched too)."""
-        pairs = [col(k).eqNullSafe(touched[f"_k{i}"]) for i, k in enumerate(self.sides[s].key_columns)]
-        return reduce(lambda a, b: a & b, pairs)
+    def check_layout(self, state: StateTable) -> None:
+        """Refuse state an earlier streamjoin wrote as an appended table (with a `_run` column)."""
+        if state.version is not None and RUN in delta_log.table_schema(state.path, state.version).names:
+            raise InputError(f"the ASOF join {self.node.id}'s state was written by an earlier streamjoin, which read it "
+                             "whole every run; this one keeps it by key. Rebuild the model once: dbt run --full-refresh "
+                             f"--select {self.x.plan.model}", model=self.x.plan.model)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
         """Each left row with its nearest right row (one per unit of weight of the left row): the one

@@ -88,7 +88,12 @@ class JoinSide:
         return tuple(f"CAST(({e}) AS {t})" for e, t in zip(self.key_exprs, self.key_types))
 
     def bucket(self, buckets: int) -> SparkColumn:
-        return F.pmod(F.xxhash64(*[col(k) for k in self.key_columns]), F.lit(buckets)).cast("int")
+        return bucket_of(self.key_columns, buckets)
+
+
+def bucket_of(key_columns: Sequence[str], buckets: int) -> SparkColumn:
+    """The state bucket (`StateTable`'s partition) of a row whose typed join key is `key_columns`."""
+    return F.pmod(F.xxhash64(*[col(k) for k in key_columns]), F.lit(buckets)).cast("int")
 
 
 def touched_by(s: Side) -> str:
@@ -264,8 +269,7 @@ class RegularJoin:
                                           *[F.lit(t is s).alias(touched_by(t)) for t in Side]))
         keys = frames[0].unionByName(frames[1]).groupBy(*[col(f"_k{i}") for i in range(n)]).agg(
             *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side])
-        bucket = F.pmod(F.xxhash64(*[col(f"_k{i}") for i in range(n)]), F.lit(self.buckets)).cast("int")
-        return keys.withColumn(BUCKET, bucket)
+        return keys.withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], self.buckets))
 
     def stored(self, spark: SparkSession, s: Side, state: StateTable, touched: DataFrame | None) -> DataFrame:
         """A side's stored fragments (rows with weights, not summed) of the touched keys, with key columns."""

@@ -278,9 +278,11 @@ class Executor:
         self.metrics[node.id] = dict(fixed)
         self.counted_after_writes.append(lambda: self.metrics[node.id].update({n: f.result() for n, f in sums.items()}))
 
-    def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None) -> None:
-        """Write a state table's appended rows; its commit waits for the end of the run."""
-        ttl = _millis(self.plan.config.state_ttl)
+    def stage_state(self, state: StateTable, appends: DataFrame, *, metadata: dict[str, str] | None = None,
+                    expires: bool = True) -> None:
+        """Write a state table's appended rows; its commit waits for the end of the run. Its idle rows
+        leave it after `state_ttl` when it `expires`."""
+        ttl = _millis(self.plan.config.state_ttl) if expires else None
         actions = state.stage(self.spark, appends, self.writer, expire_before=None if ttl is None else self.now_ms - ttl)
         self.staged.append(StagedWrite(state.path, actions, state.commit_schema, ("_bucket",), dict(metadata or {}),
                                        optional=state.version is not None))

@@ -1,6 +1,6 @@
 """A state table that runs append their rows to, rewritten with its live rows now and then.
 
-The temporal, window and ASOF joins keep each side this way: a run reads the whole table (as of
+The temporal and window joins keep each side this way: a run reads the whole table (as of
 the version the run pinned), appends this run's rows, and once the table holds `COMPACT_AT` files
 rewrites it with the rows that are still live instead, so it stays bounded by the live rows plus
 a few runs of appends. Nothing is committed here: the run commits the staged write with the rest.
