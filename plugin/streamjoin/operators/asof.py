@@ -83,9 +83,9 @@ class AsofJoin:
     def check_layout(self, state: StateTable) -> None:
         """Refuse state an earlier streamjoin wrote as an appended table (with a `_run` column)."""
         if state.version is not None and RUN in delta_log.table_schema(state.path, state.version).names:
-            raise InputError(f"the ASOF join {self.node.id}'s state was written by an earlier streamjoin, which read it "
-                             "whole every run; this one keeps it by key. Rebuild the model once: dbt run --full-refresh "
-                             f"--select {self.x.plan.model}", model=self.x.plan.model)
+            raise InputError(f"the ASOF join {self.node.id}'s state was written by an earlier streamjoin, which read "
+                             "it whole every run; this one keeps it by key. Rebuild the model once: dbt run "
+                             f"--full-refresh --select {self.x.plan.model}", model=self.x.plan.model)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
         """Each left row with its nearest right row (one per unit of weight of the left row): the one
