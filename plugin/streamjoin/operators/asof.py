@@ -21,11 +21,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..run_values import run_value
 from ..sql.plan import AsofSpec, Join, as_written
-from ..storage import delta_log
-from ..storage.state import BUCKET, UPDATED, StateTable
+from ..storage.state import BUCKET, UPDATED
 from ..types import JoinType, Side
 from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
@@ -34,8 +33,6 @@ from .regular import JoinSide, bucket_of
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
-
-RUN = "_run"
 
 
 class AsofJoin:
@@ -48,8 +45,8 @@ class AsofJoin:
         self.sides: dict[Side, JoinSide] = {s: replace(side, tracks_degree=False)
                                             for s, side in executor.join_sides(node).items()}
         self.states = {s: executor.state_table(f"{node.id}_{s.value}", self.sides[s]) for s in Side}
-        for s in Side:
-            self.check_layout(self.states[s])
+        for state in self.states.values():
+            state.check_layout(f"the ASOF join {node.id}", executor.plan.model)
 
     def keyed(self, s: Side, rows: DataFrame) -> DataFrame:
         return self.sides[s].with_keys(rows)
@@ -79,13 +76,6 @@ class AsofJoin:
         output = x.persist(consolidate(after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))), columns))
         x.count_metrics(self.node, {"operator": "asof join"}, {"touched_keys": (touched, F.lit(1))})
         return output
-
-    def check_layout(self, state: StateTable) -> None:
-        """Refuse state an earlier streamjoin wrote as an appended table (with a `_run` column)."""
-        if state.version is not None and RUN in delta_log.table_schema(state.path, state.version).names:
-            raise InputError(f"the ASOF join {self.node.id}'s state was written by an earlier streamjoin, which read "
-                             "it whole every run; this one keeps it by key. Rebuild the model once: dbt run "
-                             f"--full-refresh --select {self.x.plan.model}", model=self.x.plan.model)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
         """Each left row with its nearest right row (one per unit of weight of the left row): the one

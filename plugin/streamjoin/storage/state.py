@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (ByteType, DataType, DateType, IntegerType, LongType, ShortType, StringType, StructField,
                                StructType, TimestampNTZType, TimestampType)
 
+from ..errors import InputError
 from ..one_partition import clustered
 from ..run_values import run_value
 from ..zset import WEIGHT, col
@@ -144,6 +145,14 @@ class StateTable:
             fields.append(StructField(DEGREE, LongType()))
         fields.append(StructField(UPDATED, LongType()))
         return StructType(fields)
+
+    def check_layout(self, join: str, model: str) -> None:
+        """Refuse a table an earlier streamjoin wrote for `join` (e.g. "the ASOF join j1") as an appended
+        table, read whole every run (it has no `_bucket` column): the model needs one rebuild."""
+        if self.version is not None and BUCKET not in delta_log.table_schema(self.path, self.version).names:
+            raise InputError(f"{join}'s state was written by an earlier streamjoin, which read it whole every run; "
+                             "this one keeps it by key. Rebuild the model once: dbt run --full-refresh --select "
+                             f"{model}", model=model)
 
     def read(self, spark: SparkSession, touched: DataFrame | None, with_keys) -> DataFrame:
         """Stored rows of the touched keys, found in level 0 and the files of their buckets.
