@@ -27,9 +27,9 @@ Per run:
    joins from the result; where the result does not hold that row, the run fails, or under 'ignore'
    the result drops the retraction (`storage.results`). With an insert-only probe side the output is
    append-only.
-3. Versions no future on-time probe can select leave state: per key a run touches, the last
-   entry at or before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every
-   later one stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
+3. Versions no future on-time probe can select leave state: per key, the last entry at or
+   before the horizon H = W - allowed_lateness (0 by default, as in Flink) and every later one
+   stay. A late probe (time <= W on arrival) sees only what stays, as in Flink.
 
 A temporal join may probe with the rows of another (Flink's multi temporal join, by the same
 time) or of an interval join (by a time its rows keep): its probes are what that join emits this
@@ -38,18 +38,15 @@ watermark with the rows).
 
 State: two Delta tables. `<join>_probes` holds probes not yet emitted (`_run`, `_weight`);
 a run reads them all (they are the probes inside the watermark delay) and ignores those at or
-behind the previous watermark, which earlier runs emitted; it is a `storage.appended` table, which
-runs append to and now and then rewrite with its pending probes only. `<join>_versions` holds entries
-(`_run`, `_pos` the place in the run, `_deleted`) by key, as a regular join's state
-(`storage.state`): a run reads the entries of the keys it touches (its due probes' and its new
-entries') and writes their change, the entries the horizon drops retracted. A key no run touches
-keeps the entries it had, which the next run that touches it drops before using them, so every run
-selects among the same entries as if each had been dropped at once. The clock (watermark, each
-source's largest time) travels in the commit metadata of both tables.
+behind the previous watermark, which earlier runs emitted. `<join>_versions` holds entries
+(`_run`, `_pos` the place in the run, `_deleted`). Both are `storage.appended` tables: runs
+append their new rows, and now and then a run rewrites a table with its live rows only (pending probes; the
+versions that stay), so each table stays bounded by what the watermark horizon keeps plus a
+few runs of appends. The clock (watermark, each source's largest time) travels in the
+commit metadata of both tables.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import reduce
 from typing import TYPE_CHECKING
 
@@ -64,13 +61,11 @@ from ..sql.plan import Join, Scan, TemporalSpec
 from ..sql.temporal import proc_time_columns
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
-from ..storage.state import BUCKET, UPDATED
 from ..types import RowKind, Side
 from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate, from_changelog
 from .event_time import US, Clock, as_text, micros
 from .nearest import MATCH, last_before
-from .regular import bucket_of
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -79,7 +74,7 @@ if TYPE_CHECKING:
 META_KEY = "streamjoin.temporal"
 RUN, POS, DELETED = "_run", "_pos", "_deleted"
 PTIME, VTIME = "_p_time", "_v_time"
-PROBE = "probe"
+PROBE, VERSIONS = "probe", "versions"
 
 
 def horizon(clock: Clock, lateness_us: int) -> int | None:
@@ -101,15 +96,13 @@ class TemporalJoin:
         self.probe_scan: Scan | None = node.left if isinstance(node.left, Scan) else None
         self.version_scan: Scan = node.right  # type: ignore[assignment]
         self.lateness_us = executor.plan.config.allowed_lateness // US
-        probes = executor.tables.state(f"{node.id}_probes")
-        self.probes = AppendedTable(probes, executor.versions.get(probes), StructType(
-            list(self.probe.schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]))
-        #: the versioned side's entries: its rows with their run, place in the run and deletion flag
-        entry_fields = [StructField(RUN, LongType()), StructField(POS, LongType()), StructField(DELETED, BooleanType())]
-        self.entry_side = replace(self.versions, tracks_degree=False,
-                                  schema=StructType(list(self.versions.schema.fields) + entry_fields))
-        self.entries = executor.state_table(f"{node.id}_versions", self.entry_side)
-        self.entries.check_layout(f"the temporal join {node.id}", executor.plan.model)
+        paths = {PROBE: executor.tables.state(f"{node.id}_probes"), VERSIONS: executor.tables.state(f"{node.id}_versions")}
+        self.schemas = {
+            PROBE: StructType(list(self.probe.schema.fields) + [StructField(RUN, LongType()), StructField(WEIGHT, LongType())]),
+            VERSIONS: StructType(list(self.versions.schema.fields) + [
+                StructField(RUN, LongType()), StructField(POS, LongType()), StructField(DELETED, BooleanType())]),
+        }
+        self.tables = {s: AppendedTable(p, executor.versions.get(p), self.schemas[s]) for s, p in paths.items()}
 
     # -- this run's rows ------------------------------------------------------------------------
     def changes(self, scan: Scan) -> DataFrame:
@@ -152,14 +145,6 @@ class TemporalJoin:
                              picked)
         return chosen.select(*[col(c) for c in due.columns], *[col(MATCH)[c].alias(c) for c in picked])
 
-    def touched(self, due: DataFrame, new_entries: DataFrame) -> DataFrame:
-        """The keys whose stored entries the run reads (those of its due probes and of its new entries), as the
-        versioned side's key columns with their bucket."""
-        keys = self.versions.key_columns
-        probed = due.select(*[col(a).alias(k) for a, k in zip(self.probe.key_columns, keys)])
-        touched = probed.unionByName(new_entries.select(*[col(k) for k in keys])).distinct()
-        return touched.withColumn(BUCKET, bucket_of(keys, self.x.plan.config.state_buckets))
-
     def run(self) -> DataFrame:
         x, persist = self.x, self.x.persist
         if self.probe_scan is None:  # the rows the temporal join it probes with emitted (it runs first)
@@ -167,7 +152,7 @@ class TemporalJoin:
         else:
             arrived = self.weighted(persist(self.changes(self.probe_scan)), self.probe_scan)
         incoming = persist(self.changes(self.version_scan))
-        old = Clock.load(META_KEY, self.probes.path, self.probes.version)
+        old = Clock.load(META_KEY, self.tables[PROBE].path, self.tables[PROBE].version)
         clock = old.advance(*x.watermark_sources({} if self.probe_scan is not None else {PROBE: self.node.left},
                                                  old.max_time))
         w_old, w_new = old.watermark, clock.watermark
@@ -175,7 +160,7 @@ class TemporalJoin:
 
         # probes: this run's and the stored ones not yet emitted
         arrived = arrived.withColumn(RUN, run_value(x.run_id))
-        stored_probes = self.probes.rows(x.spark)
+        stored_probes = self.tables[PROBE].rows(x.spark)
         if w_old is not None:
             stored_probes = stored_probes.where(micros(col(self.spec.probe_time)) > run_value(w_old))
         cols = [*self.probe.columns, RUN, WEIGHT]
@@ -184,20 +169,18 @@ class TemporalJoin:
         is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
         pending = persist(self.held_retractions(pending, is_due))
 
-        # versions: the stored entries of the keys the run touches that stay (as of the last run), with this run's
-        entries_cols = self.entry_side.columns
+        # versions: the stored entries that stay (as of the last run), overlaid with this run's
+        stored_entries = self.tables[VERSIONS].rows(x.spark)
+        entries_cols = [*self.versions.columns, RUN, POS, DELETED]
         with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
+        kept = self.clean(self.resolve(with_time(stored_entries)), horizon(old, self.lateness_us))
         new_entries = with_time(incoming.where(col("_kind") != RowKind.UPDATE_BEFORE.value).select(
             *[col(c) for c in self.versions.columns], run_value(x.run_id).alias(RUN), col(POS),
             (col("_kind") == RowKind.DELETE.value).alias(DELETED))).where(~self.versions.null_key())
-        due = persist(self.probe.with_keys(pending.where(is_due)))
-        touched = persist(self.touched(due, new_entries))
-        stored = persist(consolidate(self.entries.read(x.spark, touched, self.versions.with_keys)
-                                     .select(*entries_cols, WEIGHT), entries_cols))
-        kept = self.clean(self.resolve(with_time(stored.drop(WEIGHT))), horizon(old, self.lateness_us))
         entries = persist(self.resolve(kept.unionByName(new_entries)))
 
         # emit the due probes
+        due = persist(self.probe.with_keys(pending.where(is_due)))
         chosen = self.select_versions(due, entries)
         found = col(VTIME).isNotNull() & ~col(DELETED)
         if self.node.residual:
@@ -215,13 +198,9 @@ class TemporalJoin:
         cutoff = horizon(clock, self.lateness_us)
         still = pending.where(~is_due).select(*cols)
         waiting = still.where(col(RUN) == run_value(x.run_id))
-        x.staged.append(self.probes.stage(x.writer, waiting, still, clock.metadata()))
-        staying = self.clean(entries, cutoff).select(*entries_cols, F.lit(1).cast("long").alias(WEIGHT))
-        change = consolidate(staying.unionByName(stored.withColumn(WEIGHT, -col(WEIGHT))), entries_cols)
-        buckets = x.plan.config.state_buckets
-        x.stage_state(self.entries, self.entry_side.with_keys(change).select(
-            *entries_cols, WEIGHT, run_value(x.now_ms).alias(UPDATED), self.entry_side.bucket(buckets).alias(BUCKET)),
-            metadata=clock.metadata(), expires=False)
+        x.staged.append(self.tables[PROBE].stage(x.writer, waiting, still, clock.metadata()))
+        x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
+                                                    self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
         return output
 
