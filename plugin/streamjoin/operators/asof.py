@@ -22,14 +22,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
 from ..errors import ConfigError
-from ..run_values import run_value
 from ..sql.plan import AsofSpec, Join, as_written
-from ..storage.state import BUCKET, UPDATED
 from ..types import JoinType, Side
-from ..unions import union_by_name
 from ..zset import WEIGHT, col, consolidate
 from .nearest import MATCH, last_before
-from .regular import JoinSide, bucket_of
+from .regular import JoinSide, stamps, stored_rows, touched_keys
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
@@ -56,19 +53,14 @@ class AsofJoin:
         changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
         self.check_times(changes)
         keyed = {s: self.keyed(s, changes[s]) for s in Side}
-        n = len(self.sides[Side.LEFT].key_columns)
-        touched = x.persist(union_by_name([
-            keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(self.sides[s].key_columns)]) for s in Side
-        ]).distinct().withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], x.plan.config.state_buckets)))
+        touched = x.persist(touched_keys(self.sides, keyed, x.plan.config.state_buckets))
         old, new = {}, {}
         for s in Side:
             side = self.sides[s]
-            mine = touched.select(*[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
-            stored = self.states[s].read(x.spark, mine, side.with_keys)
+            stored = stored_rows(x.spark, side, self.states[s], touched)
             old[s] = x.persist(consolidate(stored.select(*side.columns, WEIGHT), side.columns))
             new[s] = x.persist(consolidate(old[s].unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns))
-            appends = keyed[s].select(*side.columns, WEIGHT, run_value(x.now_ms).alias(UPDATED),
-                                      side.bucket(x.plan.config.state_buckets).alias(BUCKET))
+            appends = keyed[s].select(*side.columns, WEIGHT, *stamps(side, x.now_ms, x.plan.config.state_buckets))
             x.stage_state(self.states[s], appends, expires=False)
         before = self.asof(old[Side.LEFT], old[Side.RIGHT])
         after = self.asof(new[Side.LEFT], new[Side.RIGHT])

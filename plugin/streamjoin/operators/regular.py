@@ -96,6 +96,31 @@ def bucket_of(key_columns: Sequence[str], buckets: int) -> SparkColumn:
     return F.pmod(F.xxhash64(*[col(k) for k in key_columns]), F.lit(buckets)).cast("int")
 
 
+def touched_keys(sides: dict[Side, JoinSide], keyed: dict[Side, DataFrame], buckets: int) -> DataFrame:
+    """Distinct join keys of both sides' changes (`keyed`: with their key columns), as `_k<i>` with
+    their bucket, and whether each side's change holds the key (`touched_by`)."""
+    n = len(sides[Side.LEFT].key_columns)
+    frames = []
+    for s in Side:
+        frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(sides[s].key_columns)],
+                                      *[F.lit(t is s).alias(touched_by(t)) for t in Side]))
+    keys = frames[0].unionByName(frames[1]).groupBy(*[col(f"_k{i}") for i in range(n)]).agg(
+        *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side])
+    return keys.withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], buckets))
+
+
+def stored_rows(spark: SparkSession, side: JoinSide, state: StateTable, touched: DataFrame | None) -> DataFrame:
+    """A side's stored fragments (rows with weights, not summed) of the `touched_keys`, with key columns."""
+    renamed = None if touched is None else touched.select(
+        *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
+    return state.read(spark, renamed, side.with_keys)
+
+
+def stamps(side: JoinSide, now_ms: int, buckets: int) -> list[SparkColumn]:
+    """The columns every row appended to a side's state carries: the run's time and the row's bucket."""
+    return [run_value(now_ms).alias(UPDATED), side.bucket(buckets).alias(BUCKET)]
+
+
 def touched_by(s: Side) -> str:
     """The column of a join's touched keys (`RegularJoin.touched_keys`) that says side `s`'s change holds the key."""
     return f"_by_{s.value}"
@@ -203,7 +228,8 @@ class RegularJoin:
             elif s in merged:
                 appends[s] = self.state_changes(s, merged[s], None)
             else:
-                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT), *self.stamps(side))
+                appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
+                                                 *stamps(side, self.now_ms, self.buckets))
         return JoinResult(output=union_by_name(parts), appends=appends, metadata=metadata,
                           counters=counters, checks=checks)
 
@@ -226,11 +252,8 @@ class RegularJoin:
         if degree is not None:
             cols.append((degree - col(DEG_STORED)).alias(DEGREE))
             changed = changed | (col(DEGREE) != 0)
-        return rows.select(*cols, *self.stamps(side)).where(changed)
+        return rows.select(*cols, *stamps(side, self.now_ms, self.buckets)).where(changed)
 
-    def stamps(self, side: JoinSide) -> list[SparkColumn]:
-        """The columns every row appended to a side's state carries: the run's time and the row's bucket."""
-        return [run_value(self.now_ms).alias(UPDATED), side.bucket(self.buckets).alias(BUCKET)]
 
     def null_aware_counters(self, state: StateTable, delta: DataFrame, keyed_delta: DataFrame) -> dict[str, dict[str, int]]:
         """NOT IN depends on two global facts about the subquery side: is it empty, has it a NULL.
@@ -259,24 +282,10 @@ class RegularJoin:
         return cols + self.sides[Side.RIGHT].columns if self.join_type.emits_pairs else cols
 
     def touched_keys(self, keyed: dict[Side, DataFrame]) -> DataFrame:
-        """Distinct join keys of both sides' changes, as `_k<i>` with their bucket, and whether each
-        side's change holds the key (`touched_by`)."""
-        n = len(self.sides[Side.LEFT].key_columns)
-        frames = []
-        for s in Side:
-            side = self.sides[s]
-            frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(side.key_columns)],
-                                          *[F.lit(t is s).alias(touched_by(t)) for t in Side]))
-        keys = frames[0].unionByName(frames[1]).groupBy(*[col(f"_k{i}") for i in range(n)]).agg(
-            *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side])
-        return keys.withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], self.buckets))
+        return touched_keys(self.sides, keyed, self.buckets)
 
     def stored(self, spark: SparkSession, s: Side, state: StateTable, touched: DataFrame | None) -> DataFrame:
-        """A side's stored fragments (rows with weights, not summed) of the touched keys, with key columns."""
-        side = self.sides[s]
-        renamed = None if touched is None else touched.select(
-            *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
-        return state.read(spark, renamed, side.with_keys)
+        return stored_rows(spark, self.sides[s], state, touched)
 
     def merge(self, spark: SparkSession, s: Side, delta: DataFrame, state: StateTable,
               touched: DataFrame | None) -> DataFrame:
