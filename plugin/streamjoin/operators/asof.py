@@ -3,10 +3,13 @@ time (`sql.asof`), kept up to date as either side changes.
 
 Per run, the keys the run's changes touch (on either side) are recomputed: the output change is
 ASOF(new rows of those keys) - ASOF(old rows of those keys), where old is what state holds and new
-is old plus the run's changes. So a new, updated or deleted right row retracts and re-emits exactly
-the left rows of its key whose match changes (the rest cancel); with an output unique key the
-result table writes them as -U/+U. A left row takes one right row whatever its multiplicity, so a
-left row of weight w gives an output row of weight w.
+is old plus the run's changes. Only the rows a change can reach take part: per key, the left rows
+at or after its earliest change time (for <= and <: at or before its latest), and the right rows from
+the last one before that time on, so a run over a key with a long history recomputes its recent part.
+So a new, updated or deleted right row retracts and re-emits exactly the left rows of its key whose
+match changes (the rest cancel); with an output unique key the result table writes them as -U/+U.
+A left row takes one right row whatever its multiplicity, so a left row of weight w gives an output
+row of weight w.
 
 State: each side's rows with their weights in a keyed state table (`storage.state`, as a regular
 join's), so a run reads the rows of the keys it touches, not the whole table. Every live row stays:
@@ -17,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
@@ -26,10 +29,12 @@ from ..sql.plan import AsofSpec, Join, as_written
 from ..types import JoinType, Side
 from ..zset import WEIGHT, col, consolidate
 from .nearest import MATCH, last_before
-from .regular import JoinSide, stamps, stored_rows, touched_keys
+from .regular import REACH, JoinSide, stamps, stored_rows, touched_keys
 
 if TYPE_CHECKING:
     from ..runtime.executor import Executor
+
+PRIOR = "_prior"  # a touched key's last live right row's time before its reach
 
 
 class AsofJoin:
@@ -53,12 +58,14 @@ class AsofJoin:
         changes = {Side.LEFT: x.delta(self.node.left), Side.RIGHT: x.delta(self.node.right)}
         self.check_times(changes)
         keyed = {s: self.keyed(s, changes[s]) for s in Side}
-        touched = x.persist(touched_keys(self.sides, keyed, x.plan.config.state_buckets))
-        old, new = {}, {}
+        touched = x.persist(touched_keys(self.sides, keyed, x.plan.config.state_buckets,
+                                         reach=(self.times, self.spec.latest)))
+        stored = {s: stored_rows(x.spark, self.sides[s], self.states[s], touched, carry=[REACH]) for s in Side}
+        old = {Side.LEFT: self.reached_left(stored[Side.LEFT]), Side.RIGHT: self.reached_right(stored[Side.RIGHT])}
+        new = {}
         for s in Side:
             side = self.sides[s]
-            stored = stored_rows(x.spark, side, self.states[s], touched)
-            old[s] = x.persist(consolidate(stored.select(*side.columns, WEIGHT), side.columns))
+            old[s] = x.persist(old[s])
             new[s] = x.persist(consolidate(old[s].unionByName(changes[s].select(*side.columns, WEIGHT)), side.columns))
             appends = keyed[s].select(*side.columns, WEIGHT, *stamps(side, x.now_ms, x.plan.config.state_buckets))
             x.stage_state(self.states[s], appends, expires=False)
@@ -68,6 +75,44 @@ class AsofJoin:
         output = x.persist(consolidate(after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))), columns))
         x.count_metrics(self.node, {"operator": "asof join"}, {"touched_keys": (touched, F.lit(1))})
         return output
+
+    @property
+    def times(self) -> dict[Side, Column]:
+        """Each side's time, as the match condition compares them."""
+        return {Side.LEFT: F.expr(self.spec.left_time), Side.RIGHT: F.expr(self.spec.right_time)}
+
+    def reaches(self, time: Column, bound: Column) -> Column:
+        """True where `time` is at or after `bound` (at or before it when the nearest right row is the
+        first one after a left row's time): on the side of the bound the run's changes can reach."""
+        return time >= bound if self.spec.latest else time <= bound
+
+    def reached_left(self, stored: DataFrame) -> DataFrame:
+        """The stored left rows (consolidated) whose match the run's changes can change: those of a touched
+        key at or after its `REACH` (at or before, for <= and <), and those with a NULL time. A left row
+        before it takes a right row from before it, where nothing changed, so its output stays."""
+        side, time = self.sides[Side.LEFT], self.times[Side.LEFT]
+        reached = stored.where(time.isNull() | self.reaches(time, col(REACH)))
+        return consolidate(reached.select(*side.columns, WEIGHT), side.columns)
+
+    def reached_right(self, stored: DataFrame) -> DataFrame:
+        """The stored right rows (consolidated) that a left row `reached_left` keeps (or a left change) can
+        match: those of a touched key at or after the time of its last live row before `REACH` (first
+        after it, for <= and <), all of its rows at that time included, and those with a NULL time
+        (they match nothing, but a change may retract them)."""
+        side, time = self.sides[Side.RIGHT], self.times[Side.RIGHT]
+        kept = [*side.columns, *side.key_columns, REACH]
+        live = self.x.persist(consolidate(stored.select(*kept, WEIGHT), kept))
+        last = (F.max if self.spec.latest else F.min)(time).alias(PRIOR)
+        renamed = [f"{PRIOR}_{i}" for i in range(len(side.key_columns))]
+        prior = live.where(~self.reaches(time, col(REACH))).groupBy(
+            *[col(k).alias(r) for k, r in zip(side.key_columns, renamed)]).agg(last)
+        cond = None
+        for k, r in zip(side.key_columns, renamed):
+            c = col(k).eqNullSafe(col(r))
+            cond = c if cond is None else cond & c
+        bounded = live.join(prior, cond, "left").where(
+            time.isNull() | self.reaches(time, F.coalesce(col(PRIOR), col(REACH))))
+        return bounded.select(*side.columns, WEIGHT)
 
     def asof(self, left: DataFrame, right: DataFrame) -> DataFrame:
         """Each left row with its nearest right row (one per unit of weight of the left row): the one

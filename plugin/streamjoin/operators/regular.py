@@ -42,6 +42,7 @@ from ..zset import WEIGHT, col
 
 COUNTERS_KEY = "streamjoin.counters"
 W_STORED, DEG_STORED = "_w_stored", "_deg_stored"
+REACH = "_reach"  # a touched key's earliest (or latest) change time, when `touched_keys` is asked for it
 W_OLD, W_DELTA, DEG_OLD, IN_STATE, DEG_INC, DEG_FULL = "_w_old", "_w_delta", "_deg_old", "_in_state", "_deg_inc", "_deg_full"
 
 
@@ -96,24 +97,32 @@ def bucket_of(key_columns: Sequence[str], buckets: int) -> SparkColumn:
     return F.pmod(F.xxhash64(*[col(k) for k in key_columns]), F.lit(buckets)).cast("int")
 
 
-def touched_keys(sides: dict[Side, JoinSide], keyed: dict[Side, DataFrame], buckets: int) -> DataFrame:
+def touched_keys(sides: dict[Side, JoinSide], keyed: dict[Side, DataFrame], buckets: int, *,
+                 reach: tuple[dict[Side, SparkColumn], bool] | None = None) -> DataFrame:
     """Distinct join keys of both sides' changes (`keyed`: with their key columns), as `_k<i>` with
-    their bucket, and whether each side's change holds the key (`touched_by`)."""
+    their bucket, and whether each side's change holds the key (`touched_by`).
+
+    With `reach` = (each side's time, earliest) each key also gets `REACH`: the earliest (or, with
+    earliest False, the latest) time of its changes on either side, NULL when all are NULL."""
     n = len(sides[Side.LEFT].key_columns)
     frames = []
     for s in Side:
+        times = [] if reach is None else [reach[0][s].alias(REACH)]
         frames.append(keyed[s].select(*[col(k).alias(f"_k{i}") for i, k in enumerate(sides[s].key_columns)],
-                                      *[F.lit(t is s).alias(touched_by(t)) for t in Side]))
+                                      *[F.lit(t is s).alias(touched_by(t)) for t in Side], *times))
+    reached = [] if reach is None else [(F.min if reach[1] else F.max)(col(REACH)).alias(REACH)]
     keys = frames[0].unionByName(frames[1]).groupBy(*[col(f"_k{i}") for i in range(n)]).agg(
-        *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side])
+        *[F.bool_or(touched_by(t)).alias(touched_by(t)) for t in Side], *reached)
     return keys.withColumn(BUCKET, bucket_of([f"_k{i}" for i in range(n)], buckets))
 
 
-def stored_rows(spark: SparkSession, side: JoinSide, state: StateTable, touched: DataFrame | None) -> DataFrame:
-    """A side's stored fragments (rows with weights, not summed) of the `touched_keys`, with key columns."""
+def stored_rows(spark: SparkSession, side: JoinSide, state: StateTable, touched: DataFrame | None,
+                carry: Sequence[str] = ()) -> DataFrame:
+    """A side's stored fragments (rows with weights, not summed) of the `touched_keys`, with key columns
+    and their key's `carry` columns of `touched`."""
     renamed = None if touched is None else touched.select(
-        *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET))
-    return state.read(spark, renamed, side.with_keys)
+        *[col(f"_k{i}").alias(k) for i, k in enumerate(side.key_columns)], col(BUCKET), *[col(c) for c in carry])
+    return state.read(spark, renamed, side.with_keys, carry)
 
 
 def stamps(side: JoinSide, now_ms: int, buckets: int) -> list[SparkColumn]:

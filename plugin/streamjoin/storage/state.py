@@ -154,13 +154,14 @@ class StateTable:
                              "this one keeps it by key. Rebuild the model once: dbt run --full-refresh --select "
                              f"{model}", model=model)
 
-    def read(self, spark: SparkSession, touched: DataFrame | None, with_keys) -> DataFrame:
+    def read(self, spark: SparkSession, touched: DataFrame | None, with_keys, carry: Sequence[str] = ()) -> DataFrame:
         """Stored rows of the touched keys, found in level 0 and the files of their buckets.
 
-        `touched` has the key columns and their bucket; `touched=None` reads all. Rows are not
-        consolidated here: the caller sums them together with the run's changes. `with_keys` adds
-        the key columns to a frame of state rows. The touched buckets' files are chosen inside the
-        run's job (`file_reads`), so no job runs to learn the buckets first.
+        `touched` has the key columns and their bucket (one row per key); `touched=None` reads all. Rows
+        are not consolidated here: the caller sums them together with the run's changes. `with_keys` adds
+        the key columns to a frame of state rows; each row also gets its key's `carry` columns of `touched`.
+        The touched buckets' files are chosen inside the run's job (`file_reads`), so no job runs to learn
+        the buckets first.
         """
         files = delta_log.data_files(self.path, self.version)
         if touched is None:
@@ -172,12 +173,17 @@ class StateTable:
         keyed = file_reads.WantedKeys(touched, stored_keys) if stored_keys and holds_many_rows(unbucketed) else None
         held = file_reads.read(spark, unbucketed, self.stored_schema, keyed=keyed)
         rows = with_keys(held.unionByName(chosen))
-        keys = touched.select(*[col(k) for k in self.key_columns])
+        # touched's columns renamed, as the file choice above reads touched too: a self-join otherwise
+        renamed = [f"_touched{i}" for i in range(len(self.key_columns))]
+        keys = touched.select(*[col(k).alias(r) for k, r in zip(self.key_columns, renamed)],
+                              *[col(c).alias(f"_touched_{c}") for c in carry])
         cond = None
-        for k in self.key_columns:
-            c = rows[k].eqNullSafe(keys[k])
+        for k, r in zip(self.key_columns, renamed):
+            c = col(k).eqNullSafe(col(r))
             cond = c if cond is None else cond & c
-        return rows.join(keys, cond, "left_semi")
+        if not carry:
+            return rows.join(keys, cond, "left_semi")
+        return rows.join(keys, cond, "inner").select(*rows.columns, *[col(f"_touched_{c}").alias(c) for c in carry])
 
     def stage(self, spark: SparkSession, changes: DataFrame, writer: RunWriter, *,
               expire_before: int | None = None) -> FileActions:
