@@ -17,7 +17,7 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenario import assert_ok, cases_pass, compacting_at, compile_error, input_specs
+from scenario import Scenario, assert_ok, cases_pass, compacting_at, compile_error, input_specs, insert
 from streamjoin.conformance import CaseRunner, run_case
 from streamjoin.errors import InputError
 from streamjoin.runtime.run import run_once
@@ -114,6 +114,26 @@ def test_state_an_earlier_streamjoin_kept_in_one_table_fails_the_run_asking_for_
                                          r"streamjoin.*dbt run --full-refresh --select asof-old-state"):
         run_once(spark, runner.plan, runner.tables)
     assert not DeltaTable.is_deltatable(runner.tables.result), "the failed run committed nothing"
+
+def test_a_run_recomputes_only_the_rows_its_changes_can_reach(spark, tmp_path):
+    """A key's history before a run's earliest change keeps its matches: the run log counts the stored
+    rows the run recomputes (distinct rows), and the result still follows the rule."""
+    m = Scenario(spark, tmp_path, LEFT, trades=TRADES["columns"], quotes=QUOTES["columns"])
+    history = {"trades": [insert(i, "A", t(2 * i + 1)) for i in range(10)],
+               "quotes": [insert("A", i, t(2 * i)) for i in range(10)] + [insert("B", 0, t(0))]}
+    m.run(**history)
+    m.run(trades=[insert(10, "A", t(30))], quotes=[insert("A", 10, t(25))])
+    reached = m.report.metrics["j1"]
+    # left: no stored trade at or after 0:25; right: the last quote before it (0:18), to be the new trade's
+    # match were 0:25 not there; key B is untouched
+    assert (reached["touched_keys"], reached["reached_left_rows"], reached["reached_right_rows"]) == (1, 0, 1), reached
+    m.run(quotes=[insert("A", 99, t(9))])  # an early quote: trades from 0:09 on and quotes from 0:08 on
+    reached = m.report.metrics["j1"]
+    assert (reached["reached_left_rows"], reached["reached_right_rows"]) == (7, 7), reached
+    snapshot = {"trades": [r for _, r in history["trades"]] + [[10, "A", t(30)]],
+                "quotes": [r for _, r in history["quotes"]] + [["A", 10, t(25)], ["A", 99, t(9)]]}
+    assert sorted(m.result.elements(), key=repr) == asof_rule(snapshot["trades"], snapshot["quotes"], ">=", True)
+
 
 # -- compile time ----------------------------------------------------------------------------------
 def _specs() -> dict[str, InputSpec]:

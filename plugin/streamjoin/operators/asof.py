@@ -73,7 +73,9 @@ class AsofJoin:
         after = self.asof(new[Side.LEFT], new[Side.RIGHT])
         columns = [*self.sides[Side.LEFT].columns, *self.sides[Side.RIGHT].columns]
         output = x.persist(consolidate(after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))), columns))
-        x.count_metrics(self.node, {"operator": "asof join"}, {"touched_keys": (touched, F.lit(1))})
+        x.count_metrics(self.node, {"operator": "asof join"}, {
+            "touched_keys": (touched, F.lit(1)), "reached_left_rows": (old[Side.LEFT], F.lit(1)),
+            "reached_right_rows": (old[Side.RIGHT], F.lit(1))})
         return output
 
     @property
