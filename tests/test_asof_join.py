@@ -115,6 +115,7 @@ def test_state_an_earlier_streamjoin_kept_in_one_table_fails_the_run_asking_for_
         run_once(spark, runner.plan, runner.tables)
     assert not DeltaTable.is_deltatable(runner.tables.result), "the failed run committed nothing"
 
+
 def test_a_run_recomputes_only_the_rows_its_changes_can_reach(spark, tmp_path):
     """A key's history before a run's earliest change keeps its matches: the run log counts the stored
     rows the run recomputes (distinct rows), and the result still follows the rule."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, NumericType, TimestampNTZType, TimestampType
 
@@ -103,16 +103,10 @@ class AsofJoin:
         (they match nothing, but a change may retract them)."""
         side, time = self.sides[Side.RIGHT], self.times[Side.RIGHT]
         kept = [*side.columns, *side.key_columns, REACH]
-        live = self.x.persist(consolidate(stored.select(*kept, WEIGHT), kept))
-        last = (F.max if self.spec.latest else F.min)(time).alias(PRIOR)
-        renamed = [f"{PRIOR}_{i}" for i in range(len(side.key_columns))]
-        prior = live.where(~self.reaches(time, col(REACH))).groupBy(
-            *[col(k).alias(r) for k, r in zip(side.key_columns, renamed)]).agg(last)
-        cond = None
-        for k, r in zip(side.key_columns, renamed):
-            c = col(k).eqNullSafe(col(r))
-            cond = c if cond is None else cond & c
-        bounded = live.join(prior, cond, "left").where(
+        live = consolidate(stored.select(*kept, WEIGHT), kept)
+        before = F.when(~self.reaches(time, col(REACH)), time)
+        prior = (F.max if self.spec.latest else F.min)(before).over(Window.partitionBy(*side.key_columns))
+        bounded = live.withColumn(PRIOR, prior).where(
             time.isNull() | self.reaches(time, F.coalesce(col(PRIOR), col(REACH))))
         return bounded.select(*side.columns, WEIGHT)
 
