@@ -30,7 +30,7 @@ from .conditions import and_all, has_subquery, predicates
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
-from .plan import EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans
+from .plan import SINGLE_GROUP_KEY, EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans
 from .scope import Binding, Scope
 from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
@@ -100,7 +100,7 @@ class _Compiler:
         root = bind_temporal(root, self.as_of, self.prefixes, self.fail)
         root = extract_time_bound(root, self.prefixes, self.fail)  # interval joins of temporal joins' rows
         root = bind_window_joins(root, self.prefixes, self.fail)
-        self.check_equi(root)
+        root = self.keyed(root)
         outputs = self.outputs(tree, scope, root)
         plan = JoinPlan(
             model=self.model,
@@ -189,9 +189,7 @@ class _Compiler:
             method = str(join.args.get("method") or "").upper()
             if method and method != "ASOF":
                 raise self.fail(f"{method} joins are not supported", join)
-            if kind == "CROSS":
-                if "pivots" in join.args:
-                    raise self.fail("CROSS JOIN is not supported: a streaming join needs an equi-condition; write JOIN ... ON", join)
+            if kind == "CROSS":  # `FROM a, b` or `a CROSS JOIN b`: WHERE's conditions join them
                 reject_as_of(join.this, self.fail, after_comma=True)
                 right = self.bind(join.this, scope)
                 node = Join(self.next_id(), JoinType.INNER, node, right, keys=())
@@ -217,7 +215,7 @@ class _Compiler:
                                  scope, join)
                 continue
             if not on_parts:
-                raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: a streaming join needs an equi-condition", join)
+                raise self.fail(f"{join_type.value.upper()} JOIN {right.alias} has no ON condition: write its join condition after ON", join)
             node = self.join_with(node, right, join_type, on_parts, scope, join)
             if time is not None:
                 self.as_of[node.id] = AsOf(scope.render(time, self.fail), join)
@@ -262,17 +260,17 @@ class _Compiler:
         )
 
     # -- after placement -------------------------------------------------------------------
-    def check_equi(self, node: Node) -> None:
-        """Every join needs an equality, except an interval join: its time bound keeps its state
-        bounded, so without one it joins on the time condition alone (as Flink does)."""
-        if isinstance(node, Join):
-            if not node.keys and node.time_bound is None:
-                raise CompileError(
-                    f"the join of {', '.join(sorted(node.left.aliases))} with {', '.join(sorted(node.right.aliases))} "
-                    "has no equi-condition (a cross join): add an equality between the two sides",
-                    model=self.model)
-            self.check_equi(node.left)
-            self.check_equi(node.right)
+    def keyed(self, node: Node) -> Node:
+        """The join tree with a key for every join: a join without an equality between its sides
+        (a theta or cross join) gets `SINGLE_GROUP_KEY`, as Flink runs it in one key group. An
+        interval join keeps none (its time bound bounds its state); temporal, window and ASOF joins
+        have checked their equalities when they were bound."""
+        if not isinstance(node, Join):
+            return node
+        node = replace(node, left=self.keyed(node.left), right=self.keyed(node.right))
+        if node.keys or node.time_bound or node.temporal or node.window or node.asof:
+            return node
+        return replace(node, keys=(SINGLE_GROUP_KEY,))
 
     # -- SELECT list ------------------------------------------------------------------------
     def outputs(self, select: exp.Select, scope: Scope, root: Node) -> list[OutputColumn]:

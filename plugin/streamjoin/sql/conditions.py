@@ -19,7 +19,30 @@ def predicates(e: exp.Expression) -> list[exp.Expression]:
     >>> [p.sql("spark") for p in predicates(sqlglot.parse_one("x.a = y.a OR (x.a IS NULL AND y.a IS NULL AND x.b > 1)"))]
     ['x.a = y.a OR (x.a IS NULL AND y.a IS NULL AND x.b > 1)']
     """
-    return [_null_safe_equality(c) for c in conjuncts(e)]
+    return [_null_safe_equality(p) for c in conjuncts(e) for p in _negation_pushed(c)]
+
+
+def _negation_pushed(c: exp.Expression) -> list[exp.Expression]:
+    """`c` as AND-ed parts, with a NOT over an OR or a NOT that holds a subquery pushed inside (De
+    Morgan's laws hold in SQL's three-valued logic), so `NOT (a OR NOT EXISTS (...))` reads as
+    `NOT a` and `EXISTS (...)`, a semi join.
+
+    >>> import sqlglot
+    >>> [p.sql("spark") for p in _negation_pushed(sqlglot.parse_one("NOT (c LIKE 'a' OR NOT EXISTS (SELECT d FROM r))"))]
+    ["NOT c LIKE 'a'", 'EXISTS(SELECT d FROM r)']
+    """
+    if not has_subquery(c):
+        return [c]
+    inner = c.unnest()
+    if isinstance(inner, exp.And):
+        return [p for part in conjuncts(inner) for p in _negation_pushed(part)]
+    if isinstance(inner, exp.Not):
+        negated = inner.this.unnest()
+        if isinstance(negated, exp.Not):
+            return _negation_pushed(negated.this)
+        if isinstance(negated, exp.Or):
+            return [p for branch in (negated.this, negated.expression) for p in _negation_pushed(exp.Not(this=branch.copy()))]
+    return [inner]
 
 
 def _null_safe_equality(c: exp.Expression) -> exp.Expression:

@@ -149,6 +149,18 @@ class EquiKey:
     null_safe: bool = False
 
 
+#: The key of a join without an equality between its sides (a theta or cross join): one constant,
+#: so every row of a side is in one key group and joins every row of the other side's state, as
+#: Flink runs such a join (its operator at parallelism 1). A run that changes either side reads the
+#: other side's whole state.
+SINGLE_GROUP_KEY = EquiKey("0", "0")
+
+
+def key_text(keys: tuple[EquiKey, ...]) -> str:
+    """A join's equalities as SQL over internal names, AND-ed; empty for `SINGLE_GROUP_KEY` (none)."""
+    return " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in keys if k != SINGLE_GROUP_KEY)
+
+
 @dataclass(frozen=True)
 class TimeBound:
     """An interval join's time condition: left_time - right_time lies in [lower, upper].
@@ -452,7 +464,7 @@ class JoinPlan:
                 else:
                     lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
-                keys = " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in node.keys)
+                keys = key_text(node.keys) if node.keys != (SINGLE_GROUP_KEY,) else "no equality (one key group),"
                 filters_pairs = state and node is self.root and node.kind == "inner" and node.time_bound is None
                 extra = f" residual {node.residual}" if node.residual and not filters_pairs else ""
                 if node.time_bound:

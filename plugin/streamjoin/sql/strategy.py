@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..types import JoinType
-from .plan import EquiKey, Join, JoinPlan, MultiJoin, Node, Scan
+from .plan import EquiKey, Join, JoinPlan, MultiJoin, Node, Scan, key_text
 
 _INTERNAL = re.compile(r"`([^`]+?)__([^`]+)`")
 
@@ -43,8 +43,7 @@ class _Step:
 
     def describe(self) -> str:
         assert self.join is not None
-        keys = " AND ".join(f"{k.left} {'<=>' if k.null_safe else '='} {k.right}" for k in self.join.keys)
-        on = f"{keys} AND {self.join.residual}" if self.join.residual else keys
+        on = " AND ".join(p for p in (key_text(self.join.keys), self.join.residual) if p) or "TRUE"
         return f"{self.join.id} ({self.join.join_type.value.upper()} JOIN {self.scan.alias} ON {user_text(on)})"
 
     def condition(self) -> str:

@@ -93,12 +93,8 @@ def add_subquery_join(builder: JoinBuilder, root: Node, c: exp.Expression, scope
         else:
             raise fail("an uncorrelated NOT IN over several columns is not supported; compare one column, "
                        "or correlate the subquery with an equality", inner)
-    if not correlated:
-        raise fail("an uncorrelated EXISTS subquery is not supported: correlate it with an equality", inner)
     join_type = JoinType.ANTI if negated else JoinType.SEMI
     join = builder.join_with(root, right, join_type, correlated, sub_scope, inner, null_aware=null_aware)
-    if not join.keys:
-        raise fail("a correlated subquery needs an equality between the outer query and the subquery", inner)
     if null_aware and (len(join.keys) != 1 or join.residual is not None):
         raise fail("NOT IN is supported for one column compared with the subquery's one column", inner)
     return join
