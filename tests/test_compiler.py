@@ -174,7 +174,10 @@ def test_interval_join_is_recognised():
     ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
     ("SELECT o.id FROM (SELECT DISTINCT id FROM orders) o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
     ("SELECT o.id FROM (SELECT id, id FROM orders) o JOIN prices p ON o.id = p.id", ["same name"]),
-    ("WITH x AS (SELECT * FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH"]),
+    ("WITH x (i) AS (SELECT id FROM orders) SELECT x.i FROM x JOIN prices p ON x.i = p.id", ["column list", "'x'"]),
+    ("WITH RECURSIVE x AS (SELECT id FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH RECURSIVE"]),
+    ("WITH x AS (SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id) SELECT x.id FROM x JOIN prices p "
+     "ON x.id = p.id", ["subquery in FROM must select from one input", "line 1, column 19"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p WHERE p.price IN "
      "(SELECT s.order_id FROM ships s WHERE s.order_id = o.cust))", ["'o.cust' belongs to a query two or more levels out"]),
@@ -188,3 +191,18 @@ def test_unsupported_sql_is_named(sql, fragments):
 def test_unknown_config_keys_are_errors():
     with pytest.raises(CompileError, match="unknown config key 'bogus'"):
         ModelConfig.from_dict({"bogus": 1, "join_strategy": "nope"})
+
+
+def test_common_table_expressions_read_as_the_inputs_and_derived_tables_they_name():
+    """dbt's import CTEs (`SELECT * FROM <input>`) stay the input (a plain scan: its unique key and event time too);
+    another CTE is a derived table; a CTE may read an earlier one, and a subquery may read one."""
+    p = plan("WITH o AS (SELECT * FROM orders), pr AS (SELECT * FROM prices), "
+             "big AS (SELECT id, price * 2 AS p2 FROM pr WHERE price > 5) "
+             "SELECT o.id, b.p2 FROM o JOIN big b ON o.id = b.id WHERE EXISTS (SELECT 1 FROM pr WHERE pr.id = o.cust)")
+    outline = p.explain()
+    assert "scan orders AS o" in outline and "FROM prices WHERE `price` > 5) AS b" in outline, outline
+    semi = p.root
+    assert semi.join_type is JoinType.SEMI and isinstance(semi.right, Scan) and semi.right.input == "prices", outline
+    assert semi.left.left.alias == "o" and semi.left.left.input == "orders"
+    over_derived = "WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id FROM pr WHERE p2 > 5) "
+    fails(over_derived + "SELECT o.id FROM orders o JOIN big ON o.id = big.id", "must select from one input")

@@ -45,6 +45,9 @@ SUBQUERY_FORMS = {
     "nested in": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r.w FROM r WHERE r.k NOT IN (SELECT k FROM l WHERE v = 2))",
     "derived tables": "SELECT a.k, a.v2, b.w FROM (SELECT IF(k = 3, CAST(NULL AS INT), k) AS k, v * 2 AS v2 FROM l WHERE v > 0) a "
                       "FULL JOIN (SELECT k, w FROM r WHERE w < 3) b ON a.k = b.k",
+    "common table expressions": "WITH a AS (SELECT IF(k = 3, CAST(NULL AS INT), k) AS k, v FROM l WHERE v > 0), "
+                                "b AS (SELECT * FROM r), c AS (SELECT k, w * 2 AS w2 FROM b) "
+                                "SELECT a.k, a.v, c.w2 FROM a LEFT JOIN c ON a.k = c.k WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.w > a.v)",
 }
 
 keys = st.sampled_from([None, 1, 2, 3])

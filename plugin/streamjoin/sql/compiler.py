@@ -27,6 +27,7 @@ from ..types import JoinType, Side, q
 from .asof import MatchCondition, bind_asof, match_condition
 from .asof import parseable as asof_parseable
 from .conditions import and_all, has_subquery, predicates
+from .ctes import inlined
 from .derived import bind_derived
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
@@ -46,8 +47,8 @@ _UNSUPPORTED_CLAUSES = {
     "offset": "OFFSET",
     "distinct": "DISTINCT",
     "qualify": "QUALIFY",
-    "with_": "WITH (common table expressions)",
-    "with": "WITH (common table expressions)",
+    "with_": "WITH (common table expressions) inside a subquery",
+    "with": "WITH (common table expressions) inside a subquery",
     "laterals": "LATERAL VIEW",
     "pivots": "PIVOT",
 }
@@ -78,6 +79,7 @@ class _Compiler:
             tree = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as exc:
             raise CompileError(f"cannot parse the SQL: {exc}", model=self.model) from exc
+        tree = inlined(tree, self.fail)
         if not isinstance(tree, exp.Select):
             kind = type(tree).__name__.upper()
             raise self.fail(f"{kind} is not supported: a streaming_join model is one SELECT with joins", tree)
