@@ -197,6 +197,17 @@ def test_explain_names_the_temporal_join():
     assert "scan orders AS o WHERE `o__id` > 0" in text
 
 
+def test_a_cte_passing_the_versions_through_is_the_versioned_input():
+    """dbt's import CTE (and Flink's `CREATE VIEW v AS SELECT * FROM versioned`) joins as the input itself;
+    a CTE that computes or filters is no versioned table (a filter there would pick another version)."""
+    via = "WITH o AS (SELECT * FROM orders), rates_v AS (SELECT * FROM rates) " + LEFT.replace(
+        "FROM orders o LEFT JOIN rates", "FROM o LEFT JOIN rates_v")
+    assert compile_sql("m", via, _specs()).explain() == compile_sql("m", LEFT, _specs()).explain()
+    filtered = "WITH rates_v AS (SELECT * FROM rates WHERE rate > 0) " + LEFT.replace("JOIN rates", "JOIN rates_v")
+    assert "the common table expression 'rates_v' is not one: make it SELECT * FROM the input" in compile_error(
+        "m", filtered, {"orders": ORDERS, "rates": RATES})
+
+
 CHAINED = ("SELECT o.id, r.rate, x.rate AS xr FROM orders o LEFT JOIN rates FOR SYSTEM_TIME AS OF o.ts AS r "
            "ON o.cur = r.cur JOIN rates FOR SYSTEM_TIME AS OF o.ts AS x ON o.cur = x.cur")
 

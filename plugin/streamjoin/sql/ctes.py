@@ -16,7 +16,7 @@ from ..errors import CompileError
 Fail = Callable[[str, exp.Expression], CompileError]
 
 
-def inlined(select: exp.Expression, fail: Fail) -> exp.Expression:
+def inlined(select: exp.Expression, fail: Fail | None) -> exp.Expression:
     """`select` without its WITH clause, each CTE's body in place of every reference to it.
 
     >>> import sqlglot
@@ -35,22 +35,30 @@ def inlined(select: exp.Expression, fail: Fail) -> exp.Expression:
         if cte.args["alias"].args.get("columns"):
             raise fail(f"the column list of the common table expression '{cte.alias_or_name}' is not supported: "
                        "name the columns with AS in its SELECT", cte)
-        bodies[cte.alias_or_name.lower()] = _replaced(cte.this.copy(), bodies)
+        bodies[cte.alias_or_name.lower()] = _replaced(cte.this.copy(), bodies, fail)
     out = select.copy()
     out.set("with_" if "with_" in out.args else "with", None)
-    return _replaced(out, bodies)
+    return _replaced(out, bodies, fail)
 
 
-def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression]) -> exp.Expression:
-    """`tree` with every table reference that names a CTE in `bodies` replaced by its body."""
+def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fail | None) -> exp.Expression:
+    """`tree` with every table reference that names a CTE in `bodies` replaced by its body. A
+    pass-through CTE's reference keeps what it says of the table (`FOR SYSTEM_TIME AS OF`, its alias)."""
     for table in list(tree.find_all(exp.Table)):
         body = bodies.get(table.name.lower())
         if body is None or table.args.get("db"):
             continue
         alias = exp.TableAlias(this=exp.to_identifier(table.alias or table.name))
         source = _passed_through(body)
-        table.replace(exp.Table(this=source.this.copy(), db=source.args.get("db"), alias=alias) if source
-                      else exp.Subquery(this=body.copy(), alias=alias))
+        if source is not None:
+            table.set("this", source.this.copy())
+            table.set("db", source.args.get("db") and source.args["db"].copy())
+            table.set("alias", alias)
+        elif table.args.get("version") is not None and fail is not None:
+            raise fail(f"FOR SYSTEM_TIME AS OF reads a versioned input, but the common table expression "
+                       f"'{table.name}' is not one: make it SELECT * FROM the input, and filter in the join", table)
+        else:
+            table.replace(exp.Subquery(this=body.copy(), alias=alias))
     return tree
 
 
