@@ -187,6 +187,15 @@ def test_flinks_named_arguments_mean_what_their_positions_mean():
     assert str(named.root.window) == "per window CUMULATE(ts, size 6s, step 2s, offset -5s), fired at its end"
 
 
+def test_a_window_function_over_a_cte_passing_an_input_through_windows_that_input():
+    sql = join_sql("LEFT", TUMBLE_NAMED)
+    via = "WITH l_in AS (SELECT * FROM l) " + sql.replace("TABLE l,", "TABLE l_in,")
+    assert "l_in" in via and compile_sql("m", via, _specs()).explain() == compile_sql("m", sql, _specs()).explain()
+    computed = "WITH l_in AS (SELECT k, v, ts FROM l WHERE v > 0) " + sql.replace("TABLE l,", "TABLE l_in,")
+    assert "the common table expression 'l_in' is not one: make it SELECT * FROM the input" in compile_error(
+        "m", computed, {"l": L, "r": R})
+
+
 # -- property: the rule, computed in Python ---------------------------------------------------------
 def windows_of(kind: str, ts: float) -> list[tuple[int, int]]:
     """The windows (start, end) in seconds of a row at `ts` (TUMBLE 5; HOP slide 2 size 4; CUMULATE step 2 size 6)."""

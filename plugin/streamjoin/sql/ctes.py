@@ -12,6 +12,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ..errors import CompileError
+from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
 
@@ -44,6 +45,8 @@ def inlined(select: exp.Expression, fail: Fail | None) -> exp.Expression:
 def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fail | None) -> exp.Expression:
     """`tree` with every table reference that names a CTE in `bodies` replaced by its body. A
     pass-through CTE's reference keeps what it says of the table (`FOR SYSTEM_TIME AS OF`, its alias)."""
+    for call in [c for c in map(window_call, tree.find_all(exp.Table)) if c is not None and c.expressions]:
+        _replace_window_input(call, bodies, fail)
     for table in list(tree.find_all(exp.Table)):
         body = bodies.get(table.name.lower())
         if body is None or table.args.get("db"):
@@ -60,6 +63,22 @@ def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fai
         else:
             table.replace(exp.Subquery(this=body.copy(), alias=alias))
     return tree
+
+
+def _replace_window_input(call: exp.Anonymous, bodies: dict[str, exp.Expression], fail: Fail | None) -> None:
+    """A window table function's input (`TUMBLE(TABLE <name>, ...)`, parsed as a column) that names a
+    CTE: the input that CTE passes through."""
+    first = call.expressions[0]
+    body = bodies.get(first.name.lower()) if isinstance(first, exp.Column) and not first.table else None
+    if body is None:
+        return
+    source = _passed_through(body)
+    if source is None:
+        if fail is not None:
+            raise fail(f"{str(call.this).upper()} reads an input, but the common table expression '{first.name}' is "
+                       "not one: make it SELECT * FROM the input, or window a derived table with Spark's window()", first)
+        return
+    first.replace(exp.column(source.name, table=source.args.get("db") and source.args["db"].name))
 
 
 def _passed_through(body: exp.Expression) -> exp.Table | None:
