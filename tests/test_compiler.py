@@ -1,9 +1,12 @@
 """The SQL compiler: plans for the supported subset, and clear errors naming everything else."""
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
 from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
+from streamjoin.sql import ctes
 from streamjoin.sql.plan import Join, Scan
 from streamjoin.types import JoinType
 
@@ -206,3 +209,4 @@ def test_common_table_expressions_read_as_the_inputs_and_derived_tables_they_nam
     assert semi.left.left.alias == "o" and semi.left.left.input == "orders"
     over_derived = "WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id FROM pr WHERE p2 > 5) "
     fails(over_derived + "SELECT o.id FROM orders o JOIN big ON o.id = big.id", "must select from one input")
+    assert doctest.testmod(ctes).failed == 0

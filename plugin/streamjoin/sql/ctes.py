@@ -17,13 +17,13 @@ from .windows import window_call
 Fail = Callable[[str, exp.Expression], CompileError]
 
 
-def inlined(select: exp.Expression, fail: Fail | None) -> exp.Expression:
+def inlined(select: exp.Expression, fail: Fail) -> exp.Expression:
     """`select` without its WITH clause, each CTE's body in place of every reference to it.
 
     >>> import sqlglot
     >>> sql = ("WITH o AS (SELECT * FROM orders), p AS (SELECT id, price * 2 AS p2 FROM prices WHERE price > 0) "
     ...        "SELECT o.id, x.p2 FROM o JOIN p AS x ON o.id = x.id")
-    >>> inlined(sqlglot.parse_one(sql, read="spark"), None).sql("spark")
+    >>> inlined(sqlglot.parse_one(sql, read="spark"), lambda message, node: ValueError(message)).sql("spark")
     'SELECT o.id, x.p2 FROM orders AS o JOIN (SELECT id, price * 2 AS p2 FROM prices WHERE price > 0) AS x ON o.id = x.id'
     """
     clause = select.args.get("with_") or select.args.get("with")
@@ -42,7 +42,7 @@ def inlined(select: exp.Expression, fail: Fail | None) -> exp.Expression:
     return _replaced(out, bodies, fail)
 
 
-def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fail | None) -> exp.Expression:
+def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fail) -> exp.Expression:
     """`tree` with every table reference that names a CTE in `bodies` replaced by its body. A
     pass-through CTE's reference keeps what it says of the table (`FOR SYSTEM_TIME AS OF`, its alias)."""
     for call in [c for c in map(window_call, tree.find_all(exp.Table)) if c is not None and c.expressions]:
@@ -57,7 +57,7 @@ def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fai
             table.set("this", source.this.copy())
             table.set("db", source.args.get("db") and source.args["db"].copy())
             table.set("alias", alias)
-        elif table.args.get("version") is not None and fail is not None:
+        elif table.args.get("version") is not None:
             raise fail(f"FOR SYSTEM_TIME AS OF reads a versioned input, but the common table expression "
                        f"'{table.name}' is not one: make it SELECT * FROM the input, and filter in the join", table)
         else:
@@ -65,7 +65,7 @@ def _replaced(tree: exp.Expression, bodies: dict[str, exp.Expression], fail: Fai
     return tree
 
 
-def _replace_window_input(call: exp.Anonymous, bodies: dict[str, exp.Expression], fail: Fail | None) -> None:
+def _replace_window_input(call: exp.Anonymous, bodies: dict[str, exp.Expression], fail: Fail) -> None:
     """A window table function's input (`TUMBLE(TABLE <name>, ...)`, parsed as a column) that names a
     CTE: the input that CTE passes through."""
     first = call.expressions[0]
@@ -74,10 +74,8 @@ def _replace_window_input(call: exp.Anonymous, bodies: dict[str, exp.Expression]
         return
     source = _passed_through(body)
     if source is None:
-        if fail is not None:
-            raise fail(f"{str(call.this).upper()} reads an input, but the common table expression '{first.name}' is "
-                       "not one: make it SELECT * FROM the input, or window a derived table with Spark's window()", first)
-        return
+        raise fail(f"{str(call.this).upper()} reads an input, but the common table expression '{first.name}' is "
+                   "not one: make it SELECT * FROM the input, or window a derived table with Spark's window()", first)
     first.replace(exp.column(source.name, table=source.args.get("db") and source.args["db"].name))
 
 
