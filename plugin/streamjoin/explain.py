@@ -16,7 +16,7 @@ from .errors import PlanChangedError
 from .operators.lookup import EMITTED, dimension_keys
 from .runtime.plan_change import outline_diff, reprojects
 from .runtime.run import manifest_of
-from .sql.plan import SINGLE_GROUP_KEY, Join, JoinPlan, MultiJoin, Node, Scan, keeps_emitted, scans
+from .sql.plan import Join, JoinPlan, MultiJoin, Node, Scan, keeps_emitted, scans
 from .sql.strategy import user_text
 from .sql.windows import padded_windows_joined
 from .status import table_size
@@ -58,7 +58,7 @@ def _regular_sides(plan: JoinPlan, node: Join) -> list[tuple[str, str]]:
                 StateLayout.NO_UNIQUE_KEY: "every live row, counted (no unique key declared)"}[layout]
         degree = ", with its match count (its unmatched rows are padded)" if node.join_type.preserves(s) else ""
         keyed = (f"keyed by {user_text(', '.join(exprs))} in {plan.config.state_buckets} buckets"
-                 if node.keys != (SINGLE_GROUP_KEY,) else
+                 if not node.single_group else
                  "in one key group (the join has no equality: a change reads the other side's whole state)")
         out.append((f"{node.id}_{s.value}", f"{_side_label(child)}: {rows}{degree}; {keyed}"))
     return out

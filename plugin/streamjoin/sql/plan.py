@@ -272,6 +272,11 @@ class Join:
         return kind + (" window" if self.window else "") + (" asof" if self.asof else "")
 
     @property
+    def single_group(self) -> bool:
+        """Whether the join has no equality between its sides and so runs in one key group (`SINGLE_GROUP_KEY`)."""
+        return self.keys == (SINGLE_GROUP_KEY,)
+
+    @property
     def time_based(self) -> bool:
         """Whether the join waits for the watermark (interval, event-time temporal and window joins)."""
         return bool(self.time_bound or self.window or (self.temporal and not self.temporal.processing_time))
@@ -464,7 +469,7 @@ class JoinPlan:
                 else:
                     lines.append(f"{pad}scan {node.input} AS {node.alias}{filt}")
             elif isinstance(node, Join):
-                keys = key_text(node.keys) if node.keys != (SINGLE_GROUP_KEY,) else "no equality (one key group),"
+                keys = key_text(node.keys) if not node.single_group else "no equality (one key group),"
                 filters_pairs = state and node is self.root and node.kind == "inner" and node.time_bound is None
                 extra = f" residual {node.residual}" if node.residual and not filters_pairs else ""
                 if node.time_bound:
