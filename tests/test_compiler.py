@@ -6,7 +6,9 @@ import doctest
 import pytest
 
 from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
+from streamjoin.runtime.plan_change import plan_fingerprint
 from streamjoin.sql import ctes
+from streamjoin.sql import plan as plan_module
 from streamjoin.sql.plan import Join, Scan
 from streamjoin.types import JoinType
 
@@ -210,3 +212,12 @@ def test_common_table_expressions_read_as_the_inputs_and_derived_tables_they_nam
     over_derived = "WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id FROM pr WHERE p2 > 5) "
     fails(over_derived + "SELECT o.id FROM orders o JOIN big ON o.id = big.id", "must select from one input")
     assert doctest.testmod(ctes).failed == 0
+
+
+def test_outlines_tell_or_inside_and_from_and_inside_or():
+    """An outline (and so the plan's fingerprint) keeps the grouping of a WHERE's conditions."""
+    a = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE (p.price = 1 OR p.price = 2) AND p.id > 0")
+    b = plan("SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE p.price = 1 OR (p.price = 2 AND p.id > 0)")
+    assert "filter (`p__price` = 1 OR `p__price` = 2) AND `p__id` > 0" in a.explain(), a.explain()
+    assert plan_fingerprint(a) != plan_fingerprint(b)
+    assert doctest.testmod(plan_module).failed == 0

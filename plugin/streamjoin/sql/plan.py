@@ -441,7 +441,7 @@ class JoinPlan:
     def projection_lines(self) -> list[str]:
         """The outline's lines of what the model does with its last join's rows: the filters that
         apply after it and the output columns. Its state does not depend on them."""
-        lines = [f"  filter {' AND '.join(self.filters)}"] if self.filters else []
+        lines = [f"  filter {conjunction(self.filters)}"] if self.filters else []
         return lines + ["  select " + ", ".join(f"{o.expr} AS {o.name}" for o in self.outputs)]
 
     def state_outline(self) -> str:
@@ -498,4 +498,16 @@ class JoinPlan:
 
 def _where(predicates: tuple[str, ...]) -> str:
     """` WHERE p AND q` for an outline, or nothing."""
-    return f" WHERE {' AND '.join(predicates)}" if predicates else ""
+    return f" WHERE {conjunction(predicates)}" if predicates else ""
+
+
+def conjunction(predicates: tuple[str, ...]) -> str:
+    """Predicates AND-ed for an outline, each holding an OR in parentheses (the outline, and so the
+    plan's fingerprint, must tell `(a OR b) AND c` from `a OR (b AND c)`).
+
+    >>> conjunction(("a = 1 OR b = 2", "c = 3")), conjunction(("a = 1 OR b = 2",))
+    ('(a = 1 OR b = 2) AND c = 3', 'a = 1 OR b = 2')
+    """
+    if len(predicates) < 2:
+        return " AND ".join(predicates)
+    return " AND ".join(f"({p})" if " OR " in p.upper() else p for p in predicates)
