@@ -7,7 +7,7 @@ import pytest
 
 from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
 from streamjoin.runtime.plan_change import plan_fingerprint
-from streamjoin.sql import ctes
+from streamjoin.sql import ctes, merged
 from streamjoin.sql import plan as plan_module
 from streamjoin.sql.plan import Join, Scan
 from streamjoin.types import JoinType
@@ -209,9 +209,40 @@ def test_common_table_expressions_read_as_the_inputs_and_derived_tables_they_nam
     semi = p.root
     assert semi.join_type is JoinType.SEMI and isinstance(semi.right, Scan) and semi.right.input == "prices", outline
     assert semi.left.left.alias == "o" and semi.left.left.input == "orders"
-    over_derived = "WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id FROM pr WHERE p2 > 5) "
-    fails(over_derived + "SELECT o.id FROM orders o JOIN big ON o.id = big.id", "must select from one input")
     assert doctest.testmod(ctes).failed == 0
+
+
+def test_dbt_styled_models_with_joined_and_final_ctes_plan_as_the_query_they_spell():
+    """dbt's style guide: import CTEs, a `joined` CTE, a `final` CTE over it, then `SELECT * FROM final`.
+    The query is merged into one SELECT over the joins: the same plan as writing it out directly."""
+    styled = plan("WITH orders AS (SELECT * FROM orders), prices AS (SELECT * FROM prices), "
+                  "joined AS (SELECT o.*, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE o.amount > 0), "
+                  "final AS (SELECT id, amount + COALESCE(price, 0) AS total, price FROM joined WHERE price IS NULL OR price < 9) "
+                  "SELECT * FROM final WHERE total > 2")
+    direct = plan("SELECT o.id, o.amount + COALESCE(p.price, 0) AS total, p.price FROM orders o LEFT JOIN prices p "
+                  "ON o.id = p.id WHERE o.amount > 0 AND (p.price IS NULL OR p.price < 9) AND (o.amount + COALESCE(p.price, 0)) > 2")
+    assert styled.explain() == direct.explain()
+    assert styled.output_names == ["id", "total", "price"]
+    assert "filter (`p__price` IS NULL OR `p__price` < 9) AND" in styled.explain(), styled.explain()
+    assert doctest.testmod(merged).failed == 0
+
+
+def test_a_cte_over_a_computing_cte_is_one_derived_table():
+    chained = plan("WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id, p2 + 1 AS p3 FROM pr WHERE p2 > 5) "
+                   "SELECT o.id, big.p3 FROM orders o JOIN big ON o.id = big.id")
+    direct = plan("SELECT o.id, big.p3 FROM orders o JOIN (SELECT id, (price * 2) + 1 AS p3 FROM prices WHERE (price * 2) > 5) big "
+                  "ON o.id = big.id")
+    assert chained.explain() == direct.explain()
+
+
+def test_what_a_merged_subquery_cannot_name_fails_naming_the_column_and_the_fix():
+    fails("WITH j AS (SELECT * FROM orders o JOIN prices p ON o.id = p.id) SELECT id FROM j",
+          "common table expression j is read for column 'id', which more than one of its tables has",
+          "name the columns it selects")
+    fails("WITH j AS (SELECT o.*, p.price FROM orders o JOIN prices p ON o.id = p.id) SELECT j.nope FROM j",
+          "column 'nope', which it does not select")
+    fails("WITH j AS (SELECT o.id FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j JOIN ships s ON j.id = s.order_id",
+          "a subquery in FROM must select from one input, without joins")
 
 
 def test_outlines_tell_or_inside_and_from_and_inside_or():

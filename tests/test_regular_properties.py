@@ -48,6 +48,11 @@ SUBQUERY_FORMS = {
     "common table expressions": "WITH a AS (SELECT IF(k = 3, CAST(NULL AS INT), k) AS k, v FROM l WHERE v > 0), "
                                 "b AS (SELECT * FROM r), c AS (SELECT k, w * 2 AS w2 FROM b) "
                                 "SELECT a.k, a.v, c.w2 FROM a LEFT JOIN c ON a.k = c.k WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.w > a.v)",
+    "dbt's import, joined and final CTEs": "WITH a AS (SELECT * FROM l), b AS (SELECT * FROM r), "
+                                          "joined AS (SELECT a.*, b.w, b.k AS rk FROM a LEFT JOIN b ON a.k = b.k AND b.w < 3 "
+                                          "WHERE a.v > 0), "
+                                          "final AS (SELECT k, v * 10 + COALESCE(w, 9) AS vw, rk FROM joined WHERE rk IS NULL OR w <> v) "
+                                          "SELECT * FROM final WHERE k IS NOT NULL OR vw > 20",
 }
 
 keys = st.sampled_from([None, 1, 2, 3])
