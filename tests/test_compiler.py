@@ -174,14 +174,14 @@ def test_interval_join_is_recognised():
     ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
-    ("SELECT o.id FROM (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o JOIN prices p ON o.id = p.id",
-     ["subquery in FROM must select from one input"]),
+    ("SELECT p.id FROM prices p JOIN (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o ON o.id = p.id",
+     ["subquery in FROM must select from one input, or join first in FROM"]),
     ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
     ("SELECT o.id FROM (SELECT DISTINCT id FROM orders) o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
     ("SELECT o.id FROM (SELECT id, id FROM orders) o JOIN prices p ON o.id = p.id", ["same name"]),
     ("WITH x (i) AS (SELECT id FROM orders) SELECT x.i FROM x JOIN prices p ON x.i = p.id", ["column list", "'x'"]),
     ("WITH RECURSIVE x AS (SELECT id FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH RECURSIVE"]),
-    ("WITH x AS (SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id) SELECT x.id FROM x JOIN prices p "
+    ("WITH x AS (SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id) SELECT x.id FROM x RIGHT JOIN prices p "
      "ON x.id = p.id", ["subquery in FROM must select from one input", "line 1, column 19"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p WHERE p.price IN "
@@ -227,6 +227,22 @@ def test_dbt_styled_models_with_joined_and_final_ctes_plan_as_the_query_they_spe
     assert doctest.testmod(merged).failed == 0
 
 
+def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_query():
+    """A subquery that joins, first in FROM and followed by INNER or LEFT joins: its joins come first, its
+    WHERE applies after the joins that follow (which keep its rows as they are), its columns are its expressions."""
+    styled = plan("WITH op AS (SELECT o.id, o.amount * 2 AS a2, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id "
+                  "WHERE p.price IS NULL OR p.price > 1) "
+                  "SELECT op.id, op.a2, s.ship_ts, op.* FROM op LEFT JOIN ships s ON op.id = s.order_id AND op.a2 > 4 "
+                  "WHERE s.ship_ts IS NOT NULL OR op.price IS NULL")
+    direct = plan("SELECT o.id, o.amount * 2 AS a2, s.ship_ts, o.id, o.amount * 2 AS a2, p.price FROM orders o "
+                  "LEFT JOIN prices p ON o.id = p.id LEFT JOIN ships s ON o.id = s.order_id AND (o.amount * 2) > 4 "
+                  "WHERE (p.price IS NULL OR p.price > 1) AND (s.ship_ts IS NOT NULL OR p.price IS NULL)")
+    assert styled.explain() == direct.explain()
+    star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
+                "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
+    assert star.output_names == ["id", "price", "order_id", "ship_ts"]
+
+
 def test_a_cte_over_a_computing_cte_is_one_derived_table():
     chained = plan("WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id, p2 + 1 AS p3 FROM pr WHERE p2 > 5) "
                    "SELECT o.id, big.p3 FROM orders o JOIN big ON o.id = big.id")
@@ -241,8 +257,13 @@ def test_what_a_merged_subquery_cannot_name_fails_naming_the_column_and_the_fix(
           "name the columns it selects")
     fails("WITH j AS (SELECT o.*, p.price FROM orders o JOIN prices p ON o.id = p.id) SELECT j.nope FROM j",
           "column 'nope', which it does not select")
-    fails("WITH j AS (SELECT o.id FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j JOIN ships s ON j.id = s.order_id",
-          "a subquery in FROM must select from one input, without joins")
+    fails("WITH j AS (SELECT o.*, p.price FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j WHERE o.cust > 1",
+          "'o.cust' names a table the query does not read (its FROM reads j)")
+    fails("WITH j AS (SELECT o.id FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j FULL JOIN ships s ON j.id = s.order_id",
+          "a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, CROSS or semi/anti joins")
+    fails("WITH j AS (SELECT o.id AS order_id FROM orders o JOIN prices p ON o.id = p.id) SELECT s.ship_ts FROM j JOIN ships s "
+          "ON order_id = s.order_id", "column 'order_id' is a column of the subquery or common table expression j and of a "
+          "table joined to it: qualify it")
 
 
 def test_outlines_tell_or_inside_and_from_and_inside_or():

@@ -196,6 +196,19 @@ def test_a_window_function_over_a_cte_passing_an_input_through_windows_that_inpu
         "m", computed, {"l": L, "r": R})
 
 
+
+def test_a_window_join_in_a_joined_cte_read_by_a_final_cte_plans_as_written_out():
+    """dbt's style over window joins: the final CTE reads the joined CTE's columns and the fields of its windows."""
+    spark_form = ("SELECT L.k, L.win.start AS ws, R.w FROM (SELECT k, v, window(ts, '5 seconds') AS win FROM l) L "
+                  "JOIN (SELECT k, w, window(ts, '5 seconds') AS win FROM r) R ON L.k = R.k AND L.win = R.win")
+    joined = ("WITH joined AS (SELECT L.k, L.win, R.w FROM (SELECT k, v, window(ts, '5 seconds') AS win FROM l) L "
+              "JOIN (SELECT k, w, window(ts, '5 seconds') AS win FROM r) R ON L.k = R.k AND L.win = R.win) ")
+    for final in ("SELECT k, win.start AS ws, w FROM joined", "SELECT joined.k, joined.win.start AS ws, joined.w FROM joined"):
+        assert compile_sql("m", joined + final, _specs()).explain() == compile_sql("m", spark_form, _specs()).explain()
+    tvf = join_sql("LEFT", TUMBLE)
+    final = "WITH j AS (" + tvf + ") SELECT * FROM j WHERE j.w IS NULL OR j.w > j.v"
+    assert compile_sql("m", final, _specs()).explain() == compile_sql("m", tvf + " WHERE R.w IS NULL OR R.w > L.v", _specs()).explain()
+
 # -- property: the rule, computed in Python ---------------------------------------------------------
 def windows_of(kind: str, ts: float) -> list[tuple[int, int]]:
     """The windows (start, end) in seconds of a row at `ts` (TUMBLE 5; HOP slide 2 size 4; CUMULATE step 2 size 6)."""

@@ -48,7 +48,8 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     sub = table.this
     from_ = (sub.args.get("from_") or sub.args.get("from")) if isinstance(sub, exp.Select) else None
     if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
-        raise fail("a subquery in FROM must select from one input, without joins", table)
+        raise fail("a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, "
+                   "CROSS or semi/anti joins after it (and aliases of its own): write its joins in the outer query", table)
     if not table.alias:
         raise fail("a subquery in FROM needs an alias", table)
     binder.check_select(sub, top=True)

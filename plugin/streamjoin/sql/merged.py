@@ -19,14 +19,13 @@ from sqlglot import exp
 from ..errors import CompileError
 from ..spec import InputSpec
 from .plan import Windowing
-from .windows import input_table, window_call
+from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
 
-#: What a merged SELECT may hold besides its columns, FROM and WHERE (anything else is left for
-#: the compiler to refuse as it is).
-_OUTER = {"expressions", "from_", "from", "where", "kind"}
-_INNER = _OUTER | {"joins"}
+#: What a merged SELECT may hold besides its columns, FROM, joins and WHERE (anything else is left
+#: for the compiler to refuse as it is).
+_INNER = {"expressions", "from_", "from", "joins", "where", "kind"}
 
 
 def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) -> exp.Expression:
@@ -55,18 +54,34 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
 
 
 def _mergeable(select: exp.Select) -> exp.Subquery | None:
-    """The subquery `select` reads as its whole FROM, if the two merge."""
+    """The subquery `select` reads first in FROM, if the two merge: the subquery is all of FROM, or it
+    joins and the joins that follow it keep its rows' columns as they are (`_JOINS_AFTER`)."""
     from_ = select.args.get("from_") or select.args.get("from")
-    if from_ is None or not isinstance(from_.this, exp.Subquery) or select.args.get("joins"):
+    if from_ is None or not isinstance(from_.this, exp.Subquery):
         return None
     inner = from_.this.this
     if not isinstance(inner, exp.Select):
         return None
-    if not inner.args.get("joins") and not _in_from(select):
-        return None  # a query over a subquery of one input reads it as a derived table
-    if any(v for k, v in select.args.items() if k not in _OUTER) or any(v for k, v in inner.args.items() if k not in _INNER):
+    joins = select.args.get("joins") or []
+    if not inner.args.get("joins") and (joins or not _in_from(select)):
+        return None  # a subquery of one input: a derived table reads it as it is
+    if joins and not all(_follows(j) for j in joins):
         return None
+    if any(v for k, v in select.args.items() if k not in _INNER) or any(v for k, v in inner.args.items() if k not in _INNER):
+        return None
+    if set(_tables(select)) - {from_.this.alias_or_name.lower()} & set(_tables(inner)):
+        return None  # an alias both use: `derived` names the join it refuses
     return from_.this
+
+
+def _follows(join: exp.Join) -> bool:
+    """Whether a join may follow a merged subquery's joins: one that drops or pads nothing of the rows
+    before it that a filter of theirs would keep (INNER, LEFT, CROSS, LEFT SEMI/ANTI; not RIGHT, FULL,
+    ASOF), so the subquery's WHERE can apply after it. A window table function stays unmerged."""
+    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+    method = str(join.args.get("method") or "").upper()
+    return side in ("", "LEFT") and kind in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI") and not method \
+        and window_call(join.this) is None
 
 
 def _in_from(select: exp.Select) -> bool:
@@ -76,14 +91,39 @@ def _in_from(select: exp.Select) -> bool:
     return isinstance(sub, exp.Subquery) and isinstance(sub.parent, (exp.From, exp.Join))
 
 
+def _tables(select: exp.Select) -> dict[str, exp.Expression]:
+    """A SELECT's tables in FROM and its joins, by alias."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] + [j.this for j in select.args.get("joins") or []]
+    return {_alias(t): t for t in items}
+
+
+def _alias(item: exp.Expression) -> str:
+    """The name a table in FROM goes by (a window table function without an alias: its input's)."""
+    windowed = _window_input(item)
+    return windowed.name.lower() if windowed is not None and not item.alias else item.alias_or_name.lower()
+
+
+def _window_input(item: exp.Expression) -> exp.Expression | None:
+    """The input a window table function in FROM reads (a name), or None (the compiler checks its arguments)."""
+    call = window_call(item)
+    first = call.expressions[0] if call is not None and call.expressions else None
+    return first if isinstance(first, (exp.Column, exp.Table)) else None
+
+
 def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec], fail: Fail) -> exp.Select:
-    """`sub`'s SELECT with `select`'s columns and WHERE over its columns."""
+    """`sub`'s SELECT with `select`'s columns, joins and WHERE over its columns."""
     inner = sub.this
-    named = _Columns(inner, sub.alias_or_name, inputs, fail)
+    joins = select.args.get("joins") or []
+    named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_alias(j.this) for j in joins},
+                     others={c for j in joins for c in _columns_of(j.this, inputs)})
     out: list[exp.Expression] = []
     for e in select.expressions:
-        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)
-                                       and e.table.lower() == named.alias):
+        if isinstance(e, exp.Star):
+            out += [x.copy() for x in inner.expressions]
+            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(_alias(j.this))) for j in joins]
+            continue
+        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
             out += [x.copy() for x in inner.expressions]
             continue
         body = named.substituted(e.copy())
@@ -92,6 +132,8 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
         out.append(body)
     result = inner.copy()
     result.set("expressions", out)
+    if joins:
+        result.set("joins", (result.args.get("joins") or []) + [named.substituted(j.copy()) for j in joins])
     where = select.args.get("where")
     if where is not None:
         own = result.args.get("where")
@@ -100,14 +142,34 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
     return result
 
 
-class _Columns:
-    """The columns a subquery's SELECT makes, by name, for the query that reads it as `alias`."""
+def _columns_of(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> set[str]:
+    """The column names of a table in FROM (an input, a window table function of one, or a subquery
+    naming its columns); empty when they are not known here."""
+    windowed = _window_input(item)
+    if windowed is not None:  # a window table function: its input's columns and the window's
+        return _columns_of(exp.to_table(windowed.name), inputs) | set(Windowing.COLUMNS)
+    if window_call(item) is not None:
+        return set()
+    if isinstance(item, exp.Table):
+        spec = inputs.get(item.name.lower())
+        return {c.name.lower() for c in spec.columns} if spec else set()
+    if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
+        return {e.alias_or_name.lower() for e in item.this.expressions if e.alias_or_name}
+    return set()
 
-    def __init__(self, inner: exp.Select, alias: str, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
+
+class _Columns:
+    """The columns a subquery's SELECT makes, by name, for the query that reads it as `alias` beside
+    the tables `beside`, whose columns are `others`."""
+
+    def __init__(self, inner: exp.Select, alias: str, inputs: Mapping[str, InputSpec], fail: Fail,
+                 beside: set[str] = frozenset(), others: set[str] = frozenset()) -> None:
         self.alias = alias.lower()
+        self.beside = beside
         self.fail = fail
         self.inner = inner
         self.inputs = {k.lower(): v for k, v in inputs.items()}
+        self.others = others
         self.named = {e.alias_or_name.lower(): e for e in inner.expressions if e.alias_or_name}
 
     def substituted(self, tree: exp.Expression) -> exp.Expression:
@@ -117,13 +179,40 @@ class _Columns:
                 continue
             table = column.table.lower()
             nested = column.find_ancestor(exp.Select) is not None  # inside a subquery of `tree`: its own names first
+            field = self.struct_field(column) if not nested else None
+            if field is not None:
+                column.replace(field)
+                continue
+            if table and table != self.alias and not nested and table not in self.beside:
+                raise self.fail(f"'{column.sql('spark')}' names a table the query does not read (its FROM reads "
+                                f"{self.alias or 'a subquery'}{''.join(', ' + b for b in sorted(self.beside))})", column)
             if table != self.alias and (table or nested):
+                continue
+            if not table and column.name.lower() in self.others:
+                if column.name.lower() in self.named or self.starred_value(column) is not None:
+                    raise self.fail(f"column '{column.name}' is a column of the subquery or common table expression "
+                                    f"{self.alias} and of a table joined to it: qualify it", column)
                 continue
             value = self.value(column)
             if column is tree:
                 return value
             column.replace(value)
         return tree
+
+    def struct_field(self, column: exp.Column) -> exp.Expression | None:
+        """A field of one of the subquery's columns (`win.start`, `x.win.start`) over what the column is,
+        or None when `column` is no such field."""
+        if column.args.get("catalog"):
+            return None
+        db, table = column.text("db").lower(), column.table.lower()
+        if not table or db not in ("", self.alias) or (not db and (table == self.alias or table in self.beside)):
+            return None
+        if table not in self.named and self.starred_value(exp.column(table)) is None:
+            return None
+        value = self.value(exp.column(column.table))
+        if isinstance(value, exp.Column) and not value.args.get("db"):
+            return exp.Column(this=column.this.copy(), table=value.this.copy(), db=value.args.get("table"))
+        return exp.Dot(this=value, expression=column.this.copy())
 
     def value(self, column: exp.Column) -> exp.Expression:
         """What `column` of the subquery is, over the subquery's own tables."""
@@ -133,42 +222,27 @@ class _Columns:
             if isinstance(body, (exp.Column, exp.Literal, exp.Func, exp.Null, exp.Boolean, exp.Paren)):
                 return body.copy()
             return exp.Paren(this=body.copy())
-        matches = [exp.column(column.name, table=t) for t in self.starred() if column.name.lower() in self.columns_of(t)]
-        if len(matches) == 1:
-            return matches[0]
-        what = "more than one of its tables has" if matches else "it does not select"
+        value = self.starred_value(column)
+        if value is not None:
+            return value
+        tables = _tables(self.inner)
+        several = sum(column.name.lower() in _columns_of(tables[t], self.inputs) for t in self.starred()) > 1
+        what = "more than one of its tables has" if several else "it does not select"
         raise self.fail(f"the subquery or common table expression{' ' + self.alias if self.alias else ''} is read for "
                         f"column '{column.name}', which {what}: name the columns it selects (with AS)", column)
 
+    def starred_value(self, column: exp.Column) -> exp.Column | None:
+        """`column` as the one column of that name that a star of the subquery selects, or None."""
+        tables = _tables(self.inner)
+        matches = [t for t in self.starred() if t in tables and column.name.lower() in _columns_of(tables[t], self.inputs)]
+        return exp.column(column.name, table=matches[0]) if len(matches) == 1 else None
+
     def starred(self) -> list[str]:
         """The aliases of the inner tables whose columns a star of the inner SELECT selects."""
-        tables = self.tables()
         aliases: list[str] = []
         for e in self.inner.expressions:
             if isinstance(e, exp.Star):
-                aliases += list(tables)
+                aliases += list(_tables(self.inner))
             elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
                 aliases.append(e.table.lower())
         return list(dict.fromkeys(aliases))
-
-    def tables(self) -> dict[str, exp.Expression]:
-        """The inner SELECT's tables in FROM and its joins, by alias."""
-        from_ = self.inner.args.get("from_") or self.inner.args.get("from")
-        items = [from_.this] + [j.this for j in self.inner.args.get("joins") or []]
-        return {t.alias_or_name.lower(): t for t in items}
-
-    def columns_of(self, alias: str) -> set[str]:
-        """The column names of the inner table `alias` (an input, or a subquery naming its columns)."""
-        table = self.tables().get(alias)
-        call = window_call(table) if table is not None else None
-        if call is not None:  # a window table function: its input's columns and the window's
-            return self.columns_of_input(input_table(call, self.fail)) | set(Windowing.COLUMNS)
-        if isinstance(table, exp.Table):
-            return self.columns_of_input(table)
-        if isinstance(table, exp.Subquery) and isinstance(table.this, exp.Select):
-            return {e.alias_or_name.lower() for e in table.this.expressions if e.alias_or_name}
-        return set()
-
-    def columns_of_input(self, table: exp.Table) -> set[str]:
-        spec = self.inputs.get(table.name.lower())
-        return {c.name.lower() for c in spec.columns} if spec else set()
