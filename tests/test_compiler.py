@@ -7,7 +7,7 @@ import pytest
 
 from streamjoin import CompileError, InputSpec, ModelConfig, compile_sql
 from streamjoin.runtime.plan_change import plan_fingerprint
-from streamjoin.sql import ctes, merged
+from streamjoin.sql import ctes, merged, using
 from streamjoin.sql import plan as plan_module
 from streamjoin.sql.plan import Join, Scan
 from streamjoin.types import JoinType
@@ -241,6 +241,26 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
+
+
+def test_using_joins_have_spark_s_columns_one_per_using_name_first():
+    """Spark's USING: the column once, first (the left's under INNER, LEFT and semi joins, the right's under
+    RIGHT, COALESCE of both under FULL), then the other columns of each side; an unqualified name means it."""
+    full = plan("SELECT *, id * 2 AS id2 FROM orders o FULL JOIN prices p USING (id) WHERE id > 1")
+    assert full.output_names == ["id", "cust", "amount", "ts", "price", "id2"]
+    assert full.filters == ("COALESCE(`o__id`, `p__id`) > 1",)
+    assert full.outputs[0].expr == "COALESCE(`o__id`, `p__id`)" and full.outputs[-1].expr == "COALESCE(`o__id`, `p__id`) * 2"
+    right = plan("SELECT id, o.id AS oid FROM orders o RIGHT JOIN prices p USING (id)")
+    assert [o.expr for o in right.outputs] == ["`p__id`", "`o__id`"]
+    semi = plan("SELECT * FROM orders o LEFT SEMI JOIN prices p USING (id)")
+    assert semi.output_names == ["id", "cust", "amount", "ts"]
+    chained = plan("SELECT * FROM orders o JOIN prices p USING (id) JOIN ships s ON id = s.order_id")
+    assert chained.output_names == ["id", "cust", "amount", "ts", "price", "order_id", "ship_ts"]
+    assert "ON `o__id` = `s__order_id`" in chained.explain() or "(`o__id`) = (`p__id`) = (`s__order_id`)" in chained.explain(), chained.explain()
+    fails("SELECT * FROM orders o JOIN prices p ON o.id = p.id JOIN ships s USING (id)",
+          "USING (id): the tables before the join have more than one column 'id'")
+    fails("SELECT * FROM orders o JOIN ships s USING (order_id)", "USING (order_id): the tables before the join have no column 'order_id'")
+    assert doctest.testmod(using).failed == 0
 
 
 def test_a_cte_over_a_computing_cte_is_one_derived_table():

@@ -53,6 +53,7 @@ SUBQUERY_FORMS = {
                                           "WHERE a.v > 0), "
                                           "final AS (SELECT k, v * 10 + COALESCE(w, 9) AS vw, rk FROM joined WHERE rk IS NULL OR w <> v) "
                                           "SELECT * FROM final WHERE k IS NOT NULL OR vw > 20",
+    "using": "SELECT *, k * 10 AS k10 FROM l FULL JOIN r USING (k) WHERE k IS NULL OR k <> 2",
     "a joined CTE joined again": "WITH j AS (SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k WHERE r.w IS NULL OR r.w < 3) "
                                  "SELECT j.k, j.v * 10 + COALESCE(j.w, 9) AS vw, r2.w AS w2 FROM j "
                                  "LEFT JOIN r AS r2 ON j.v = r2.k AND j.w IS NULL WHERE r2.w IS NULL OR r2.w <> j.v",

@@ -30,6 +30,7 @@ from .conditions import and_all, has_subquery, predicates
 from .ctes import inlined
 from .derived import bind_derived
 from .merged import merged
+from .using import rewritten
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
 from .plan import SINGLE_GROUP_KEY, EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans
@@ -80,7 +81,7 @@ class _Compiler:
             tree = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as exc:
             raise CompileError(f"cannot parse the SQL: {exc}", model=self.model) from exc
-        tree = merged(inlined(tree, self.fail), self.inputs, self.fail)
+        tree = merged(rewritten(inlined(tree, self.fail), self.inputs, self.fail), self.inputs, self.fail)
         if not isinstance(tree, exp.Select):
             kind = type(tree).__name__.upper()
             raise self.fail(f"{kind} is not supported: a streaming_join model is one SELECT with joins", tree)
