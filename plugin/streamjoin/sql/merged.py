@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .plan import Windowing
+from .from_items import item_columns, item_name
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -95,33 +95,24 @@ def _tables(select: exp.Select) -> dict[str, exp.Expression]:
     """A SELECT's tables in FROM and its joins, by alias."""
     from_ = select.args.get("from_") or select.args.get("from")
     items = [from_.this] + [j.this for j in select.args.get("joins") or []]
-    return {_alias(t): t for t in items}
+    return {_name(t): t for t in items}
 
 
-def _alias(item: exp.Expression) -> str:
-    """The name a table in FROM goes by (a window table function without an alias: its input's)."""
-    windowed = _window_input(item)
-    return windowed.name.lower() if windowed is not None and not item.alias else item.alias_or_name.lower()
-
-
-def _window_input(item: exp.Expression) -> exp.Expression | None:
-    """The input a window table function in FROM reads (a name), or None (the compiler checks its arguments)."""
-    call = window_call(item)
-    first = call.expressions[0] if call is not None and call.expressions else None
-    return first if isinstance(first, (exp.Column, exp.Table)) else None
+def _name(item: exp.Expression) -> str:
+    return item_name(item).lower()
 
 
 def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec], fail: Fail) -> exp.Select:
     """`sub`'s SELECT with `select`'s columns, joins and WHERE over its columns."""
     inner = sub.this
     joins = select.args.get("joins") or []
-    named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_alias(j.this) for j in joins},
+    named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_name(j.this) for j in joins},
                      others={c for j in joins for c in _columns_of(j.this, inputs)})
     out: list[exp.Expression] = []
     for e in select.expressions:
         if isinstance(e, exp.Star):
             out += [x.copy() for x in inner.expressions]
-            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(_alias(j.this))) for j in joins]
+            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(j.this))) for j in joins]
             continue
         if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
             out += [x.copy() for x in inner.expressions]
@@ -143,19 +134,8 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
 
 
 def _columns_of(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> set[str]:
-    """The column names of a table in FROM (an input, a window table function of one, or a subquery
-    naming its columns); empty when they are not known here."""
-    windowed = _window_input(item)
-    if windowed is not None:  # a window table function: its input's columns and the window's
-        return _columns_of(exp.to_table(windowed.name), inputs) | set(Windowing.COLUMNS)
-    if window_call(item) is not None:
-        return set()
-    if isinstance(item, exp.Table):
-        spec = inputs.get(item.name.lower())
-        return {c.name.lower() for c in spec.columns} if spec else set()
-    if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
-        return {e.alias_or_name.lower() for e in item.this.expressions if e.alias_or_name}
-    return set()
+    """The lower-case column names of a table in FROM; empty when not known here."""
+    return {c.lower() for c in item_columns(item, inputs) or []}
 
 
 class _Columns:

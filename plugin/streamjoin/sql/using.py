@@ -16,8 +16,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .plan import Windowing
-from .windows import window_call
+from .from_items import item_columns, item_name
 
 Fail = Callable[[str, exp.Expression], CompileError]
 Columns = list[tuple[str, exp.Expression]]  # a join's output columns in order: name, what it is
@@ -46,7 +45,7 @@ def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) ->
     merged: dict[str, exp.Expression] = {}  # USING name -> what it is
     for join in select.args["joins"]:
         right = _columns(join.this, inputs)
-        alias = _alias(join.this)
+        alias = item_name(join.this)
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
         names = [i.name for i in join.args.get("using") or []]
         if join.args.get("on") is not None and merged:
@@ -106,29 +105,7 @@ def _resolve_unqualified(tree: exp.Expression, select: exp.Select, merged: Mappi
         column.replace(value)
 
 
-def _alias(item: exp.Expression) -> str:
-    """The name a table in FROM goes by (a window table function without an alias: its input's)."""
-    call = window_call(item)
-    first = call.expressions[0] if call is not None and call.expressions else None
-    if isinstance(first, (exp.Column, exp.Table)) and not item.alias:
-        return first.name
-    return item.alias_or_name
-
-
 def _columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> Columns | None:
-    """A table's columns in order, each as a reference through its alias; None when not known here."""
-    alias = _alias(item)
-    call = window_call(item)
-    first = call.expressions[0] if call is not None and call.expressions else None
-    if call is not None:
-        spec = inputs.get(first.name.lower()) if isinstance(first, (exp.Column, exp.Table)) else None
-        names = [*spec.column_names, *Windowing.COLUMNS] if spec else None
-    elif isinstance(item, exp.Table):
-        spec = inputs.get(item.name.lower())
-        names = list(spec.column_names) if spec else None
-    elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and \
-            all(e.alias_or_name and not isinstance(e, exp.Star) for e in item.this.expressions):
-        names = [e.alias_or_name for e in item.this.expressions]
-    else:
-        names = None
-    return None if names is None else [(n, exp.column(n, table=alias)) for n in names]
+    """A table's columns in order, each as a reference through its name; None when not known here."""
+    names, name = item_columns(item, inputs), item_name(item)
+    return None if names is None else [(n, exp.column(n, table=name)) for n in names]
