@@ -241,6 +241,9 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
+    semi = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
+                "SELECT * FROM op LEFT SEMI JOIN ships s ON op.id = s.order_id")
+    assert semi.output_names == ["id", "price"]
 
 
 def test_using_joins_have_spark_s_columns_one_per_using_name_first():

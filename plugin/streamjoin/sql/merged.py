@@ -55,7 +55,7 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
 
 def _mergeable(select: exp.Select) -> exp.Subquery | None:
     """The subquery `select` reads first in FROM, if the two merge: the subquery is all of FROM, or it
-    joins and the joins that follow it keep its rows' columns as they are (`_JOINS_AFTER`)."""
+    joins and the joins that follow it keep its rows as they are (`_follows`)."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Subquery):
         return None
@@ -112,7 +112,8 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
     for e in select.expressions:
         if isinstance(e, exp.Star):
             out += [x.copy() for x in inner.expressions]
-            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(j.this))) for j in joins]
+            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(j.this))) for j in joins
+                    if (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")]  # their rows are the left's
             continue
         if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
             out += [x.copy() for x in inner.expressions]
