@@ -40,16 +40,17 @@ def rewritten(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail)
 
 
 def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
+    """Rewrite one SELECT's USING joins, its `*` and its unqualified references to USING columns."""
     from_ = select.args.get("from_") or select.args.get("from")
     columns: Columns | None = _columns(from_.this, inputs)
-    merged: dict[str, exp.Expression] = {}  # USING name -> what it is
+    shared: dict[str, exp.Expression] = {}  # USING name -> what the one column of that name is
     for join in select.args["joins"]:
         right = _columns(join.this, inputs)
         alias = item_name(join.this)
         side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
         names = [i.name for i in join.args.get("using") or []]
-        if join.args.get("on") is not None and merged:
-            _resolve_unqualified(join.args["on"], select, merged)
+        if join.args.get("on") is not None and shared:
+            _resolve_unqualified(join.args["on"], select, shared)
         if names:
             if columns is None:
                 raise fail(f"USING ({', '.join(names)}) joins a table whose columns are not known here: "
@@ -65,7 +66,7 @@ def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) ->
                 equalities.append(exp.EQ(this=left.copy(), expression=this))
                 value = this if side == "RIGHT" else \
                     exp.func("COALESCE", left.copy(), this.copy()) if side == "FULL" else left
-                merged[name.lower()] = value
+                shared[name.lower()] = value
                 firsts.append((name, value))
             join.set("using", None)
             join.set("on", exp.and_(*equalities))
@@ -76,9 +77,9 @@ def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) ->
         elif columns is not None:
             columns = None if right is None else columns + ([] if kind in ("SEMI", "ANTI") else right)
     for e in select.expressions:
-        _resolve_unqualified(e, select, merged)
+        _resolve_unqualified(e, select, shared)
     if select.args.get("where") is not None:
-        _resolve_unqualified(select.args["where"], select, merged)
+        _resolve_unqualified(select.args["where"], select, shared)
     out: list[exp.Expression] = []
     for e in select.expressions:
         if isinstance(e, exp.Star):
@@ -91,15 +92,15 @@ def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) ->
     select.set("expressions", out)
 
 
-def _resolve_unqualified(tree: exp.Expression, select: exp.Select, merged: Mapping[str, exp.Expression]) -> None:
+def _resolve_unqualified(tree: exp.Expression, select: exp.Select, shared: Mapping[str, exp.Expression]) -> None:
     """Each unqualified reference in `tree` of `select` itself (not of its subqueries) to a USING column,
     as what that column is."""
     for column in list(tree.find_all(exp.Column)):
-        if column.table or isinstance(column.this, exp.Star) or column.name.lower() not in merged:
+        if column.table or isinstance(column.this, exp.Star) or column.name.lower() not in shared:
             continue
         if column.find_ancestor(exp.Select) is not select:
             continue  # a subquery's own name
-        value = merged[column.name.lower()].copy()
+        value = shared[column.name.lower()].copy()
         if column is tree or isinstance(column.parent, exp.Select):
             value = exp.alias_(value, column.name)
         column.replace(value)
