@@ -241,6 +241,10 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
+    qualified = {f"main.{name}": spec for name, spec in INPUTS.items()}
+    named = compile_sql("m", "WITH j AS (SELECT o.*, p.price FROM main.orders o JOIN main.prices p ON o.id = p.id) "
+                        "SELECT cust, price FROM j", qualified)  # inputs named as dbt's relations may be
+    assert [o.expr for o in named.outputs] == ["`o__cust`", "`p__price`"]
     semi = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op LEFT SEMI JOIN ships s ON op.id = s.order_id")
     assert semi.output_names == ["id", "price"]

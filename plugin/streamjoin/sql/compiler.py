@@ -29,6 +29,7 @@ from .asof import parseable as asof_parseable
 from .conditions import and_all, has_subquery, predicates
 from .ctes import inlined
 from .derived import bind_derived
+from .from_items import input_named
 from .merged import merged
 from .using import rewritten
 from .placement import equi_key, place_predicates, push_into
@@ -153,7 +154,7 @@ class _Compiler:
         return self.register(table.alias_or_name, spec.as_queried(), spec, scope, table)
 
     def input_spec(self, table: exp.Table) -> InputSpec:
-        spec = self.inputs.get(table.name.lower()) or self.inputs.get(".".join(p.name for p in table.parts).lower())
+        spec = input_named(table, self.inputs)
         if spec is None:
             known = ", ".join(sorted(s.name for s in self.inputs.values()))
             raise self.fail(f"unknown input '{table.name}' (declared inputs: {known})", table)

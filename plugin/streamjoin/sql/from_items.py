@@ -20,6 +20,12 @@ def item_name(item: exp.Expression) -> str:
     return item.alias_or_name
 
 
+def input_named(table: exp.Table, inputs: Mapping[str, InputSpec]) -> InputSpec | None:
+    """The input a table reference names (`inputs` by lower-case name): by its name, or by all its parts
+    (`schema.table`), or None."""
+    return inputs.get(table.name.lower()) or inputs.get(".".join(p.name for p in table.parts).lower())
+
+
 def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[str] | None:
     """A table's column names in order: an input's (`inputs`, by lower-case name), a window table
     function's (its input's, then the window's), or a subquery's that names each column; None when
@@ -27,10 +33,10 @@ def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[
     call = window_call(item)
     if call is not None:
         first = call.expressions[0] if call.expressions else None
-        spec = inputs.get(first.name.lower()) if isinstance(first, (exp.Column, exp.Table)) else None
+        spec = input_named(exp.to_table(first.sql("spark")), inputs) if isinstance(first, (exp.Column, exp.Table)) else None
         return [*spec.column_names, *Windowing.COLUMNS] if spec else None
     if isinstance(item, exp.Table):
-        spec = inputs.get(item.name.lower())
+        spec = input_named(item, inputs)
         return list(spec.column_names) if spec else None
     if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and \
             all(e.alias_or_name and not isinstance(e, exp.Star) for e in item.this.expressions):
