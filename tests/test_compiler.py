@@ -267,6 +267,8 @@ def test_using_joins_have_spark_s_columns_one_per_using_name_first():
     fails("SELECT * FROM orders o JOIN prices p ON o.id = p.id JOIN ships s USING (id)",
           "USING (id): the tables before the join have more than one column 'id'")
     fails("SELECT * FROM orders o JOIN ships s USING (order_id)", "USING (order_id): the tables before the join have no column 'order_id'")
+    derived = plan("SELECT * FROM (SELECT *, amount * 2 AS a2 FROM orders WHERE amount > 0) x LEFT JOIN prices p USING (id)")
+    assert derived.output_names == ["id", "cust", "amount", "ts", "a2", "price"]
     assert doctest.testmod(using).failed == 0
 
 

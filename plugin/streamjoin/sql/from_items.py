@@ -38,7 +38,28 @@ def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[
     if isinstance(item, exp.Table):
         spec = input_named(item, inputs)
         return list(spec.column_names) if spec else None
-    if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and \
-            all(e.alias_or_name and not isinstance(e, exp.Star) for e in item.this.expressions):
-        return [e.alias_or_name for e in item.this.expressions]
+    if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
+        return select_columns(item.this, inputs)
     return None
+
+
+def select_columns(select: exp.Select, inputs: Mapping[str, InputSpec]) -> list[str] | None:
+    """A SELECT's column names in order, its stars expanded; None when one is not known here."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
+    names: list[str] = []
+    for e in select.expressions:
+        starred = items if isinstance(e, exp.Star) else \
+            [t for t in items if item_name(t).lower() == e.table.lower()] \
+            if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
+        if starred is None:
+            if not e.alias_or_name:
+                return None
+            names.append(e.alias_or_name)
+            continue
+        for t in starred:
+            found = item_columns(t, inputs)
+            if found is None:
+                return None
+            names += found
+    return names
