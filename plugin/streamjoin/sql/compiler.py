@@ -209,12 +209,7 @@ class _Compiler:
                 raise self.fail(f"{kind} JOIN is not supported", join)
             time = as_of(join.this, self.fail)
             right = self.bind(join.this, scope)
-            on_parts: list[exp.Expression] = []
-            if join.args.get("using"):
-                for ident in join.args["using"]:
-                    on_parts.append(exp.EQ(this=self.using_column(ident.name, node, scope, join), expression=exp.column(ident.name, right.alias)))
-            if join.args.get("on"):
-                on_parts.extend(predicates(join.args["on"]))
+            on_parts = predicates(join.args["on"]) if join.args.get("on") else []  # USING is ON by now (`using`)
             if method == "ASOF":
                 node = bind_asof(self, node, right, join_type, on_parts, match_condition(join, self.match_conditions),
                                  scope, join)
@@ -225,13 +220,6 @@ class _Compiler:
             if time is not None:
                 self.as_of[node.id] = AsOf(scope.render(time, self.fail), join)
         return node, pending
-
-    def using_column(self, name: str, left: Node, scope: Scope, where: exp.Expression) -> exp.Column:
-        owners = [b for b in scope.bindings.values() if b.prefix.lower() in {a.lower() for a in left.aliases}
-                  and name.lower() in (c.lower() for c in b.spec.column_names)]
-        if len(owners) != 1:
-            raise self.fail(f"USING ({name}) is ambiguous or unknown on the left side", where)
-        return exp.column(name, owners[0].alias)
 
     def join_with(self, left: Node, right: Node, join_type: JoinType, parts: list[exp.Expression],
                   scope: Scope, where: exp.Expression, *, null_aware: bool = False) -> Join:
