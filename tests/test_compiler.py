@@ -269,6 +269,10 @@ def test_using_joins_have_spark_s_columns_one_per_using_name_first():
     fails("SELECT * FROM orders o JOIN ships s USING (order_id)", "USING (order_id): the tables before the join have no column 'order_id'")
     derived = plan("SELECT * FROM (SELECT *, amount * 2 AS a2 FROM orders WHERE amount > 0) x LEFT JOIN prices p USING (id)")
     assert derived.output_names == ["id", "cust", "amount", "ts", "a2", "price"]
+    semi = plan("SELECT * FROM (SELECT * FROM orders o LEFT SEMI JOIN ships s ON o.id = s.order_id) x JOIN prices p USING (id)")
+    assert semi.output_names == ["id", "cust", "amount", "ts", "price"]
+    inner_first = plan("SELECT * FROM (SELECT * FROM prices p JOIN orders o USING (id)) x JOIN orders o2 USING (id)")
+    assert inner_first.output_names == ["id", "price", "cust", "amount", "ts", "cust_2", "amount_2", "ts_2"]
     assert doctest.testmod(using).failed == 0
 
 

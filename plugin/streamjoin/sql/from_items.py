@@ -28,8 +28,8 @@ def input_named(table: exp.Table, inputs: Mapping[str, InputSpec]) -> InputSpec 
 
 def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[str] | None:
     """A table's column names in order: an input's (`inputs`, by lower-case name), a window table
-    function's (its input's, then the window's), or a subquery's that names each column; None when
-    they are not known here (the compiler checks such a table when it binds it)."""
+    function's (its input's, then the window's), or a subquery's (`select_columns`); None when they
+    are not known here (the compiler checks such a table when it binds it)."""
     call = window_call(item)
     if call is not None:
         first = call.expressions[0] if call.expressions else None
@@ -46,10 +46,12 @@ def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[
 def select_columns(select: exp.Select, inputs: Mapping[str, InputSpec]) -> list[str] | None:
     """A SELECT's column names in order, its stars expanded; None when one is not known here."""
     from_ = select.args.get("from_") or select.args.get("from")
-    items = ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]
+    joins = select.args.get("joins") or []
+    items = ([from_.this] if from_ else []) + [j.this for j in joins]
+    paired = items[:1] + [j.this for j in joins if (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")]
     names: list[str] = []
     for e in select.expressions:
-        starred = items if isinstance(e, exp.Star) else \
+        starred = paired if isinstance(e, exp.Star) else \
             [t for t in items if item_name(t).lower() == e.table.lower()] \
             if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) else None
         if starred is None:

@@ -33,7 +33,7 @@ def rewritten(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail)
     >>> rewritten(sqlglot.parse_one(sql, read="spark"), {"a": a, "b": b}, lambda m, n: ValueError(m)).sql("spark")
     'SELECT COALESCE(a.k, b.k) AS k, a.v AS v, b.w AS w FROM a FULL JOIN b ON a.k = b.k WHERE COALESCE(a.k, b.k) > 1'
     """
-    for select in list(tree.find_all(exp.Select)):
+    for select in reversed(list(tree.find_all(exp.Select))):  # innermost first: a subquery's columns are final
         if any(j.args.get("using") for j in select.args.get("joins") or []):
             _rewrite(select, {k.lower(): v for k, v in inputs.items()}, fail)
     return tree
