@@ -29,7 +29,7 @@ from .asof import parseable as asof_parseable
 from .conditions import and_all, has_subquery, predicates
 from .ctes import inlined
 from .derived import bind_derived
-from .from_items import input_named
+from .from_items import from_clause, input_named
 from .merged import merged
 from .using import rewritten
 from .placement import equi_key, place_predicates, push_into
@@ -182,7 +182,7 @@ class _Compiler:
         return f"j{self.join_counter}"
 
     def build_from(self, select: exp.Select, scope: Scope) -> tuple[Node, list[exp.Expression]]:
-        from_ = select.args.get("from_") or select.args.get("from")
+        from_ = from_clause(select)
         if from_ is None:
             raise self.fail("a streaming join needs a FROM clause", select)
         reject_as_of(from_.this, self.fail)

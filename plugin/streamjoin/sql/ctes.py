@@ -12,6 +12,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ..errors import CompileError
+from .from_items import from_clause
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -85,5 +86,5 @@ def _passed_through(body: exp.Expression) -> exp.Table | None:
         return None
     if any(body.args.get(k) for k in body.args if k not in ("expressions", "from_", "from", "kind")):
         return None
-    source = (body.args.get("from_") or body.args.get("from")).this
+    source = from_clause(body).this
     return source if isinstance(source, exp.Table) and not source.args.get("alias") else None

@@ -24,6 +24,7 @@ from ..errors import CompileError
 from ..spec import Column, InputSpec
 from ..types import q
 from .conditions import has_subquery, predicates
+from .from_items import from_clause
 from .plan import Scan, Windows
 from .scope import Binding, Scope
 from .windows import input_table, spark_windows, tvf_windows, window_call, window_view
@@ -46,7 +47,7 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     """Bind a subquery in FROM in `scope` as a scan of its one input with computed columns."""
     fail = binder.fail
     sub = table.this
-    from_ = (sub.args.get("from_") or sub.args.get("from")) if isinstance(sub, exp.Select) else None
+    from_ = from_clause(sub) if isinstance(sub, exp.Select) else None
     if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
         raise fail("a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, "
                    "CROSS or semi/anti joins after it (and aliases of its own): write its joins in the outer query", table)

@@ -10,14 +10,29 @@ from .plan import Windowing
 from .windows import window_call
 
 
+def from_clause(select: exp.Select) -> exp.From | None:
+    """A SELECT's FROM clause (sqlglot names its argument `from_` or, in older releases, `from`)."""
+    return select.args.get("from_") or select.args.get("from")
+
+
+def emits_pairs(join: exp.Join) -> bool:
+    """Whether a join's rows carry the columns of the table it joins (not a semi or anti join)."""
+    return (join.args.get("kind") or "").upper() not in ("SEMI", "ANTI")
+
+
 def item_name(item: exp.Expression) -> str:
     """The name a table in FROM goes by: its alias, its name, or (a window table function without an
     alias) the name of the input it reads."""
+    windowed = _window_input(item)
+    return windowed.name if windowed is not None and not item.alias else item.alias_or_name
+
+
+def _window_input(item: exp.Expression) -> exp.Expression | None:
+    """The input a window table function in FROM reads, as it names it (None: no such function, or
+    arguments the compiler will refuse)."""
     call = window_call(item)
     first = call.expressions[0] if call is not None and call.expressions else None
-    if isinstance(first, (exp.Column, exp.Table)) and not item.alias:
-        return first.name
-    return item.alias_or_name
+    return first if isinstance(first, (exp.Column, exp.Table)) else None
 
 
 def input_named(table: exp.Table, inputs: Mapping[str, InputSpec]) -> InputSpec | None:
@@ -30,10 +45,9 @@ def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[
     """A table's column names in order: an input's (`inputs`, by lower-case name), a window table
     function's (its input's, then the window's), or a subquery's (`select_columns`); None when they
     are not known here (the compiler checks such a table when it binds it)."""
-    call = window_call(item)
-    if call is not None:
-        first = call.expressions[0] if call.expressions else None
-        spec = input_named(exp.to_table(first.sql("spark")), inputs) if isinstance(first, (exp.Column, exp.Table)) else None
+    if window_call(item) is not None:
+        windowed = _window_input(item)
+        spec = input_named(exp.to_table(windowed.sql("spark")), inputs) if windowed is not None else None
         return [*spec.column_names, *Windowing.COLUMNS] if spec else None
     if isinstance(item, exp.Table):
         spec = input_named(item, inputs)
@@ -45,10 +59,10 @@ def item_columns(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> list[
 
 def select_columns(select: exp.Select, inputs: Mapping[str, InputSpec]) -> list[str] | None:
     """A SELECT's column names in order, its stars expanded; None when one is not known here."""
-    from_ = select.args.get("from_") or select.args.get("from")
+    from_ = from_clause(select)
     joins = select.args.get("joins") or []
     items = ([from_.this] if from_ else []) + [j.this for j in joins]
-    paired = items[:1] + [j.this for j in joins if (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")]
+    paired = items[:1] + [j.this for j in joins if emits_pairs(j)]
     names: list[str] = []
     for e in select.expressions:
         starred = paired if isinstance(e, exp.Star) else \

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import item_columns, item_name
+from .from_items import emits_pairs, from_clause, item_columns, item_name
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -37,6 +37,7 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
     >>> merged(sqlglot.parse_one(sql, read="spark"), {}, lambda m, n: ValueError(m)).sql("spark")
     'SELECT o.id, UPPER(c.name) AS name FROM orders AS o JOIN customers AS c ON o.cid = c.id WHERE o.id > 1'
     """
+    inputs = {k.lower(): v for k, v in inputs.items()}
     for select in reversed(list(tree.find_all(exp.Select))):  # a SELECT's subqueries come after it in this order: innermost first
         into = _mergeable(select)
         if into is not None:
@@ -56,7 +57,7 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
 def _mergeable(select: exp.Select) -> exp.Subquery | None:
     """The subquery `select` reads first in FROM, if the two merge: the subquery is all of FROM, or it
     joins and the joins that follow it keep its rows as they are (`_follows`)."""
-    from_ = select.args.get("from_") or select.args.get("from")
+    from_ = from_clause(select)
     if from_ is None or not isinstance(from_.this, exp.Subquery):
         return None
     inner = from_.this.this
@@ -93,7 +94,7 @@ def _in_from(select: exp.Select) -> bool:
 
 def _tables(select: exp.Select) -> dict[str, exp.Expression]:
     """A SELECT's tables in FROM and its joins, by alias."""
-    from_ = select.args.get("from_") or select.args.get("from")
+    from_ = from_clause(select)
     items = [from_.this] + [j.this for j in select.args.get("joins") or []]
     return {_name(t): t for t in items}
 
@@ -113,7 +114,7 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
         if isinstance(e, exp.Star):
             out += [x.copy() for x in inner.expressions]
             out += [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(j.this))) for j in joins
-                    if (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")]  # their rows are the left's
+                    if emits_pairs(j)]
             continue
         if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
             out += [x.copy() for x in inner.expressions]
@@ -149,7 +150,8 @@ class _Columns:
         self.beside = beside
         self.fail = fail
         self.inner = inner
-        self.inputs = {k.lower(): v for k, v in inputs.items()}
+        self.tables = _tables(inner)
+        self.inputs = inputs
         self.others = others
         self.named = {e.alias_or_name.lower(): e for e in inner.expressions if e.alias_or_name}
 
@@ -206,16 +208,15 @@ class _Columns:
         value = self.starred_value(column)
         if value is not None:
             return value
-        tables = _tables(self.inner)
-        several = sum(column.name.lower() in _columns_of(tables[t], self.inputs) for t in self.starred()) > 1
+        several = sum(column.name.lower() in _columns_of(self.tables[t], self.inputs) for t in self.starred()) > 1
         what = "more than one of its tables has" if several else "it does not select"
         raise self.fail(f"the subquery or common table expression{' ' + self.alias if self.alias else ''} is read for "
                         f"column '{column.name}', which {what}: name the columns it selects (with AS)", column)
 
     def starred_value(self, column: exp.Column) -> exp.Column | None:
         """`column` as the one column of that name that a star of the subquery selects, or None."""
-        tables = _tables(self.inner)
-        matches = [t for t in self.starred() if t in tables and column.name.lower() in _columns_of(tables[t], self.inputs)]
+        matches = [t for t in self.starred()
+                   if t in self.tables and column.name.lower() in _columns_of(self.tables[t], self.inputs)]
         return exp.column(column.name, table=matches[0]) if len(matches) == 1 else None
 
     def starred(self) -> list[str]:
@@ -223,7 +224,7 @@ class _Columns:
         aliases: list[str] = []
         for e in self.inner.expressions:
             if isinstance(e, exp.Star):
-                aliases += list(_tables(self.inner))
+                aliases += list(self.tables)
             elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
                 aliases.append(e.table.lower())
         return list(dict.fromkeys(aliases))

@@ -25,6 +25,7 @@ from sqlglot import exp
 from ..errors import CompileError
 from ..types import JoinType
 from .conditions import predicates
+from .from_items import from_clause
 from .plan import Join, Node, Scan
 from .scope import Scope
 
@@ -64,8 +65,7 @@ def add_subquery_join(builder: JoinBuilder, root: Node, c: exp.Expression, scope
     if sub.args.get("joins"):
         raise fail("a subquery with joins is not supported", sub)
     sub_scope = Scope(parent=scope)
-    from_ = sub.args.get("from_") or sub.args.get("from")
-    right: Node = builder.bind(from_.this, sub_scope)
+    right: Node = builder.bind(from_clause(sub).this, sub_scope)
     right_aliases = {right.alias.lower()}
     where_parts = predicates(sub.args["where"].this) if sub.args.get("where") else []
     nested = [x for x in where_parts if is_subquery_predicate(x)]

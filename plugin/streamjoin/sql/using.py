@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import item_columns, item_name
+from .from_items import emits_pairs, from_clause, item_columns, item_name
 
 Fail = Callable[[str, exp.Expression], CompileError]
 Columns = list[tuple[str, exp.Expression]]  # a join's output columns in order: name, what it is
@@ -33,21 +33,21 @@ def rewritten(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail)
     >>> rewritten(sqlglot.parse_one(sql, read="spark"), {"a": a, "b": b}, lambda m, n: ValueError(m)).sql("spark")
     'SELECT COALESCE(a.k, b.k) AS k, a.v AS v, b.w AS w FROM a FULL JOIN b ON a.k = b.k WHERE COALESCE(a.k, b.k) > 1'
     """
+    inputs = {k.lower(): v for k, v in inputs.items()}
     for select in reversed(list(tree.find_all(exp.Select))):  # innermost first: a subquery's columns are final
         if any(j.args.get("using") for j in select.args.get("joins") or []):
-            _rewrite(select, {k.lower(): v for k, v in inputs.items()}, fail)
+            _rewrite(select, inputs, fail)
     return tree
 
 
 def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
     """Rewrite one SELECT's USING joins, its `*` and its unqualified references to USING columns."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    columns: Columns | None = _columns(from_.this, inputs)
+    columns: Columns | None = _columns(from_clause(select).this, inputs)
     shared: dict[str, exp.Expression] = {}  # USING name -> what the one column of that name is
     for join in select.args["joins"]:
         right = _columns(join.this, inputs)
         alias = item_name(join.this)
-        side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+        side = (join.args.get("side") or "").upper()
         names = [i.name for i in join.args.get("using") or []]
         if join.args.get("on") is not None and shared:
             _resolve_unqualified(join.args["on"], select, shared)
@@ -73,9 +73,9 @@ def _rewrite(select: exp.Select, inputs: Mapping[str, InputSpec], fail: Fail) ->
             used = {n.lower() for n in names}
             rest = [(n, e) for n, e in columns if n.lower() not in used]
             others = [(n, e) for n, e in right or [] if n.lower() not in used]
-            columns = None if right is None else firsts + rest + ([] if kind in ("SEMI", "ANTI") else others)
+            columns = None if right is None else firsts + rest + (others if emits_pairs(join) else [])
         elif columns is not None:
-            columns = None if right is None else columns + ([] if kind in ("SEMI", "ANTI") else right)
+            columns = None if right is None else columns + (right if emits_pairs(join) else [])
     for e in select.expressions:
         _resolve_unqualified(e, select, shared)
     if select.args.get("where") is not None:
