@@ -196,7 +196,6 @@ def test_a_window_function_over_a_cte_passing_an_input_through_windows_that_inpu
         "m", computed, {"l": L, "r": R})
 
 
-
 def test_a_window_join_in_a_joined_cte_read_by_a_final_cte_plans_as_written_out():
     """dbt's style over window joins: the final CTE reads the joined CTE's columns and the fields of its windows."""
     spark_form = ("SELECT L.k, L.win.start AS ws, R.w FROM (SELECT k, v, window(ts, '5 seconds') AS win FROM l) L "
@@ -208,6 +207,7 @@ def test_a_window_join_in_a_joined_cte_read_by_a_final_cte_plans_as_written_out(
     tvf = join_sql("LEFT", TUMBLE)
     final = "WITH j AS (" + tvf + ") SELECT * FROM j WHERE j.w IS NULL OR j.w > j.v"
     assert compile_sql("m", final, _specs()).explain() == compile_sql("m", tvf + " WHERE R.w IS NULL OR R.w > L.v", _specs()).explain()
+
 
 # -- property: the rule, computed in Python ---------------------------------------------------------
 def windows_of(kind: str, ts: float) -> list[tuple[int, int]]:
