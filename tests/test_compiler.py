@@ -174,7 +174,7 @@ def test_interval_join_is_recognised():
     ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
-    ("SELECT p.id FROM prices p JOIN (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o ON o.id = p.id",
+    ("SELECT p.id FROM prices p LEFT JOIN (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o ON o.id = p.id",
      ["subquery in FROM must select from one input, or join first in FROM"]),
     ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
     ("SELECT o.id FROM (SELECT DISTINCT id FROM orders) o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
@@ -248,6 +248,38 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
     semi = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op LEFT SEMI JOIN ships s ON op.id = s.order_id")
     assert semi.output_names == ["id", "price"]
+
+
+def test_a_joined_subquery_s_unqualified_columns_stay_its_own_beside_a_table_joined_after_it():
+    """Spark resolves a subquery's unqualified columns among its own tables: a table joined to the subquery
+    later that has a column of the same name does not make them ambiguous once the subquery is merged."""
+    merged_plan = plan("SELECT j.cust, j.price, p2.id AS id2 FROM (SELECT cust, price FROM orders o JOIN ships s ON o.id = s.order_id "
+                       "JOIN prices p ON order_id = p.id WHERE price > 1) j JOIN prices p2 ON j.price = p2.price")
+    direct = plan("SELECT o.cust, p.price, p2.id AS id2 FROM orders o JOIN ships s ON o.id = s.order_id JOIN prices p "
+                  "ON s.order_id = p.id JOIN prices p2 ON p.price = p2.price WHERE p.price > 1")
+    assert merged_plan.explain() == direct.explain()
+
+
+def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later_in_from():
+    """`a JOIN (b JOIN c ON p WHERE w) s ON q` is `a JOIN b JOIN c` with p, q and w each on the earliest join
+    that sees every table it reads (inner joins and filters commute); its columns are what s selects, in place."""
+    styled = plan("WITH j AS (SELECT p.id, p.price AS seller, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id "
+                  "WHERE p.price > 3) SELECT o.cust, j.* FROM orders o JOIN j ON o.id = j.id AND j.seller > o.amount")
+    direct = plan("SELECT o.cust, p.id, p.price AS seller, s.ship_ts FROM orders o JOIN prices p ON o.id = p.id "
+                  "AND p.price > o.amount AND p.price > 3 JOIN ships s ON p.id = s.order_id")
+    assert styled.explain() == direct.explain()
+    assert styled.output_names == ["cust", "id", "seller", "ship_ts"]
+    star = plan("SELECT * FROM orders o CROSS JOIN (SELECT price, ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
+                "WHERE o.amount = j.price")
+    assert star.output_names == ["id", "cust", "amount", "ts", "price", "ship_ts"]
+    for outer in ("LEFT JOIN", "FULL JOIN"):  # an outer join of a joined subquery is no inner join of its tables
+        fails(f"SELECT o.id FROM orders o {outer} (SELECT p.id FROM prices p JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
+              "a subquery in FROM must select from one input, or join first in FROM")
+    fails("SELECT o.id FROM orders o JOIN (SELECT p.id FROM prices p LEFT JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
+          "a subquery in FROM must select from one input, or join first in FROM")
+    # on a time column, the flat form could join orders and ships by an interval join, with its own timing
+    fails("SELECT o.id FROM orders o JOIN (SELECT p.id, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
+          "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition on a time column")
 
 
 def test_using_joins_have_spark_s_columns_one_per_using_name_first():

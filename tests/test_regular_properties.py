@@ -57,6 +57,12 @@ SUBQUERY_FORMS = {
     "a joined CTE joined again": "WITH j AS (SELECT l.k, l.v, r.w FROM l LEFT JOIN r ON l.k = r.k WHERE r.w IS NULL OR r.w < 3) "
                                  "SELECT j.k, j.v * 10 + COALESCE(j.w, 9) AS vw, r2.w AS w2 FROM j "
                                  "LEFT JOIN r AS r2 ON j.v = r2.k AND j.w IS NULL WHERE r2.w IS NULL OR r2.w <> j.v",
+    "a joined CTE's unqualified columns beside a table that has them too":
+        "WITH j AS (SELECT l.k, v, w FROM l JOIN r ON l.k = r.k WHERE w <> v) "
+        "SELECT j.k, j.v, j.w, r2.w AS w2 FROM j LEFT JOIN r AS r2 ON j.w = r2.k",
+    "a joined CTE inner-joined on the right": "WITH j AS (SELECT r1.k AS rk, w, v AS lv FROM r AS r1 JOIN l AS l1 ON r1.k = l1.k "
+                                              "WHERE v > 0) "
+                                              "SELECT * FROM l JOIN j ON l.v = j.w AND j.lv <> l.k WHERE j.rk IS NOT NULL OR l.v > 1",
 }
 
 keys = st.sampled_from([None, 1, 2, 3])

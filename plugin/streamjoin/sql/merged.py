@@ -6,9 +6,13 @@ computes columns of that subquery's rows and filters them: it is the subquery it
 outer columns computed over its columns and the outer WHERE AND-ed to its own (both apply to the
 same rows, after its joins). `merged` rewrites so, innermost first, every such SELECT over a
 subquery that joins, and every derived table over another derived table (a chain of CTEs that
-each compute columns of the one before becomes one derived table). A query over a subquery of one
-input stays as it is (`derived` binds it), and so does a subquery that is joined to another table
-(`derived` names what it refuses).
+each compute columns of the one before becomes one derived table). A subquery that joins by INNER
+or CROSS joins only and is INNER- or CROSS-joined later in FROM is flattened into the query: its
+tables join where it did, each condition on the earliest of its joins that sees the tables the
+condition reads (inner joins and filters commute). A query over a subquery of one input stays as it
+is (`derived` binds it), and so does any other subquery joined to another table (`derived` names
+what it refuses). A merged subquery's unqualified columns are qualified with their table first, so
+that the tables joined beside it do not make them ambiguous.
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
     """
     inputs = {k.lower(): v for k, v in inputs.items()}
     for select in reversed(list(tree.find_all(exp.Select))):  # a SELECT's subqueries come after it in this order: innermost first
+        for join in [j for j in select.args.get("joins") or [] if _flattens(select, j, inputs)]:
+            _flatten(select, join, inputs, fail)
         into = _mergeable(select)
         if into is not None:
             try:
@@ -85,6 +91,109 @@ def _follows(join: exp.Join) -> bool:
         and window_call(join.this) is None
 
 
+def _inner_join(join: exp.Join) -> bool:
+    """Whether a join is INNER or CROSS (not outer, semi/anti, ASOF or of a window table function)."""
+    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+    return not side and kind in ("", "INNER", "CROSS") and not join.args.get("method") and window_call(join.this) is None \
+        and not join.args.get("using")
+
+
+def _flattens(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]) -> bool:
+    """Whether `join` is an INNER or CROSS join of a subquery that joins by INNER or CROSS joins alone
+    (no temporal join), with aliases of its own, and no condition reads a time column (`_reads_time`):
+    then `_flatten` may put its tables in its place."""
+    sub = join.this
+    if not (_inner_join(join) and isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select)):
+        return False
+    inner = sub.this
+    inner_from = from_clause(inner)
+    if inner_from is None or not inner.args.get("joins") or window_call(inner_from.this) is not None:
+        return False
+    if not all(_inner_join(j) for j in inner.args["joins"]) or any(v for k, v in inner.args.items() if k not in _INNER):
+        return False
+    if (set(_tables(select)) - {_name(sub)}) & set(_tables(inner)) or inner.find(exp.Version) is not None:
+        return False
+    return not _reads_time(select, join, inputs)
+
+
+def _reads_time(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]) -> bool:
+    """Whether a condition of `join`'s subquery, of `join` itself or of `select`'s WHERE reads a column
+    named as some input's event or processing time. Flattening could make such a condition the bounds of
+    an interval join between tables the query does not join directly, whose timing (rows dropped as late,
+    results emitted on the watermark) differs from the regular join it was: such a subquery stays unmerged."""
+    times = {t.lower() for spec in inputs.values() for t in (spec.event_time, spec.proc_time) if t}
+    inner = join.this.this
+    named = {e.alias_or_name.lower(): e for e in inner.expressions if e.alias_or_name}
+    alias = _name(join.this)
+    conditions = [j.args.get("on") for j in inner.args["joins"]] + [inner.args.get("where"), join.args.get("on"),
+                                                                     select.args.get("where")]
+    for condition in filter(None, conditions):
+        for column in condition.find_all(exp.Column):
+            refers = column.table.lower() == alias or (not column.table and column.name.lower() in named)
+            value = named.get(column.name.lower()) if refers else None
+            names = {c.name.lower() for c in value.find_all(exp.Column)} | {column.name.lower()} if value else {column.name.lower()}
+            if names & times:
+                return True
+    return False
+
+
+def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
+    """Put the tables of `join`'s subquery (`_flattens`) into `select` in its place: its columns, the
+    join's condition and the subquery's WHERE become expressions over those tables, and each condition
+    goes to the earliest of their joins that sees every table it reads."""
+    sub = join.this
+    inner = _qualified(sub.this, inputs)
+    joins = select.args["joins"]
+    at = next(i for i, j in enumerate(joins) if j is join)
+    beside = [from_clause(select).this] + [j.this for j in joins if j is not join]
+    named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
+                     others={c for t in beside for c in _columns_of(t, inputs)})
+    select.set("expressions", _columns_over(select, sub, named))
+    on, where = join.args.get("on"), inner.args.get("where")
+    conditions = ([named.substituted(on.copy())] if on is not None else []) + ([where.this] if where is not None else [])
+    items = [from_clause(inner).this, *[j.this for j in inner.args["joins"]]]
+    seen = {_name(t) for t in [from_clause(select).this, *[j.this for j in joins[:at]]]}
+    steps = []
+    for item in items:
+        seen.add(_name(item))
+        steps.append(set(seen))
+    placed: list[list[exp.Expression]] = [[] for _ in items]
+    for condition in conditions:
+        for part in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+            reads = {c.table.lower() for c in part.find_all(exp.Column) if not isinstance(c.this, exp.Star)}
+            known = all(c.table for c in part.find_all(exp.Column) if not isinstance(c.this, exp.Star))
+            placed[next((i for i, s in enumerate(steps) if known and reads <= s), len(items) - 1)].append(part)
+    flat = []
+    for i, item in enumerate(items):
+        on = inner.args["joins"][i - 1].args.get("on") if i else None
+        parts = ([on] if on is not None else []) + placed[i]
+        flat.append(exp.Join(this=item.copy(), on=exp.and_(*parts)) if parts else
+                    exp.Join(this=item.copy(), kind="CROSS"))
+    rest = [named.substituted(j) for j in joins[:at] + joins[at + 1:]]
+    select.set("joins", rest[:at] + flat + rest[at:])
+    outer = select.args.get("where")
+    if outer is not None:
+        select.set("where", exp.Where(this=named.substituted(outer.this)))
+
+
+def _qualified(inner: exp.Select, inputs: Mapping[str, InputSpec]) -> exp.Select:
+    """A copy of `inner` whose unqualified columns name the one table of its own that has them (so that
+    tables joined beside it after a merge leave them unambiguous); columns of no known table stay as
+    they are."""
+    inner = inner.copy()
+    owners: dict[str, list[str]] = {}
+    for item in _tables(inner).values():
+        for c in _columns_of(item, inputs):
+            owners.setdefault(c, []).append(item_name(item))
+    for column in list(inner.find_all(exp.Column)):
+        if column.table or isinstance(column.this, exp.Star) or column.find_ancestor(exp.Select) is not inner:
+            continue
+        tables = owners.get(column.name.lower(), [])
+        if len(tables) == 1:
+            column.set("table", exp.to_identifier(tables[0]))
+    return inner
+
+
 def _in_from(select: exp.Select) -> bool:
     """Whether `select` is a subquery in FROM or a join (a derived table), not the query or a subquery
     in its conditions."""
@@ -105,26 +214,12 @@ def _name(item: exp.Expression) -> str:
 
 def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec], fail: Fail) -> exp.Select:
     """`sub`'s SELECT with `select`'s columns, joins and WHERE over its columns."""
-    inner = sub.this
     joins = select.args.get("joins") or []
+    inner = _qualified(sub.this, inputs) if joins else sub.this
     named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_name(j.this) for j in joins},
                      others={c for j in joins for c in _columns_of(j.this, inputs)})
-    out: list[exp.Expression] = []
-    for e in select.expressions:
-        if isinstance(e, exp.Star):
-            out += [x.copy() for x in inner.expressions]
-            out += [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(j.this))) for j in joins
-                    if emits_pairs(j)]
-            continue
-        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
-            out += [x.copy() for x in inner.expressions]
-            continue
-        body = named.substituted(e.copy())
-        if isinstance(e, exp.Column) and not (isinstance(body, exp.Column) and body.name.lower() == e.name.lower()):
-            body = exp.alias_(body.this if isinstance(body, exp.Paren) else body, e.name)
-        out.append(body)
     result = inner.copy()
-    result.set("expressions", out)
+    result.set("expressions", _columns_over(select, sub, named))
     if joins:
         result.set("joins", (result.args.get("joins") or []) + [named.substituted(j.copy()) for j in joins])
     where = select.args.get("where")
@@ -133,6 +228,28 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
         condition = named.substituted(where.this.copy())
         result.set("where", exp.Where(this=exp.and_(own.this, condition) if own else condition))
     return result
+
+
+def _columns_over(select: exp.Select, sub: exp.Subquery, named: "_Columns") -> list[exp.Expression]:
+    """`select`'s columns over the columns of its subquery `sub` (`named`): stars expanded where they
+    read `sub`, references to `sub`'s columns replaced by what they are, named as before."""
+    from_ = from_clause(select)
+    paired = [from_.this] + [j.this for j in select.args.get("joins") or [] if emits_pairs(j)]
+    out: list[exp.Expression] = []
+    for e in select.expressions:
+        if isinstance(e, exp.Star):
+            for item in paired:
+                out += [x.copy() for x in named.inner.expressions] if item is sub else \
+                    [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(item)))]
+            continue
+        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
+            out += [x.copy() for x in named.inner.expressions]
+            continue
+        body = named.substituted(e.copy())
+        if isinstance(e, exp.Column) and not (isinstance(body, exp.Column) and body.name.lower() == e.name.lower()):
+            body = exp.alias_(body.this if isinstance(body, exp.Paren) else body, e.name)
+        out.append(body)
+    return out
 
 
 def _columns_of(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> set[str]:
