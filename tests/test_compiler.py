@@ -241,6 +241,8 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
+    own_star = plan("SELECT * FROM (SELECT * FROM orders o JOIN prices p ON o.id = p.id) j JOIN ships s ON j.cust = s.order_id")
+    assert own_star.output_names == ["id", "cust", "amount", "ts", "id_2", "price", "order_id", "ship_ts"]
     qualified = {f"main.{name}": spec for name, spec in INPUTS.items()}
     named = compile_sql("m", "WITH j AS (SELECT o.*, p.price FROM main.orders o JOIN main.prices p ON o.id = p.id) "
                         "SELECT cust, price FROM j", qualified)  # inputs named as dbt's relations may be
@@ -272,6 +274,9 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
     star = plan("SELECT * FROM orders o CROSS JOIN (SELECT price, ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
                 "WHERE o.amount = j.price")
     assert star.output_names == ["id", "cust", "amount", "ts", "price", "ship_ts"]
+    own_star = plan("SELECT o.id, j.* FROM orders o JOIN (SELECT * FROM prices p JOIN ships s ON p.id = s.order_id) j "
+                    "ON o.cust = j.price")  # the subquery's * is its own tables', not orders' too
+    assert own_star.output_names == ["id", "id_2", "price", "order_id", "ship_ts"]
     for outer in ("LEFT JOIN", "FULL JOIN"):  # an outer join of a joined subquery is no inner join of its tables
         fails(f"SELECT o.id FROM orders o {outer} (SELECT p.id FROM prices p JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
               "a subquery in FROM must select from one input, or join first in FROM")

@@ -239,17 +239,29 @@ def _columns_over(select: exp.Select, sub: exp.Subquery, named: "_Columns") -> l
     for e in select.expressions:
         if isinstance(e, exp.Star):
             for item in paired:
-                out += [x.copy() for x in named.inner.expressions] if item is sub else \
-                    [exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(item)))]
+                out += _own_columns(named.inner) if item is sub else [_star_of(item)]
             continue
         if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
-            out += [x.copy() for x in named.inner.expressions]
+            out += _own_columns(named.inner)
             continue
         body = named.substituted(e.copy())
         if isinstance(e, exp.Column) and not (isinstance(body, exp.Column) and body.name.lower() == e.name.lower()):
             body = exp.alias_(body.this if isinstance(body, exp.Paren) else body, e.name)
         out.append(body)
     return out
+
+
+def _own_columns(inner: exp.Select) -> list[exp.Expression]:
+    """A subquery's columns, to select in the query it is merged into: its own `*` stands for the tables
+    of its own (not those the query joins beside it)."""
+    from_ = from_clause(inner)
+    paired = [from_.this] + [j.this for j in inner.args.get("joins") or [] if emits_pairs(j)]
+    return [c for e in inner.expressions for c in ([_star_of(t) for t in paired] if isinstance(e, exp.Star) else [e.copy()])]
+
+
+def _star_of(item: exp.Expression) -> exp.Column:
+    """`t.*` for a table in FROM."""
+    return exp.Column(this=exp.Star(), table=exp.to_identifier(item_name(item)))
 
 
 def _columns_of(item: exp.Expression, inputs: Mapping[str, InputSpec]) -> set[str]:
