@@ -287,6 +287,39 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
           "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition on a time column")
 
 
+@pytest.mark.parametrize("sql, fragment", [
+    ("SELECT o.id, rand() AS r FROM orders o JOIN prices p ON o.id = p.id", "rand() is not deterministic"),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.id AND uuid() > 'a'", "uuid() is not deterministic"),
+    ("WITH j AS (SELECT o.id, monotonically_increasing_id() AS n FROM orders o JOIN prices p ON o.id = p.id) SELECT * FROM j",
+     "monotonically_increasing_id() is not deterministic"),
+    ("SELECT o.id, current_timestamp() AS at FROM orders o JOIN prices p ON o.id = p.id", "current_timestamp() is the time of the run"),
+    ("SELECT o.id FROM orders o JOIN prices p ON o.id = p.id WHERE o.ts > now() - INTERVAL 1 DAY", "now() is the time of the run"),
+    ("SELECT o.id, unix_timestamp() AS at FROM orders o JOIN prices p ON o.id = p.id", "unix_timestamp() is the time of the run"),
+])
+def test_functions_whose_value_is_not_the_row_s_are_refused_naming_them(sql, fragment):
+    """A retraction must compute the row it retracts: a random or clock value would differ, and the
+    result could never retract the row (every later run would fail)."""
+    message = fails(sql, fragment)
+    assert "line 1, column" in message
+
+
+def test_deterministic_functions_and_any_function_of_an_output_that_only_inserts_compile():
+    compiled = plan("SELECT o.id, xxhash64(o.id) AS h, unix_timestamp(o.ts) AS t FROM orders o JOIN prices p ON o.id = p.id")
+    assert compiled.output_names == ["id", "h", "t"]
+    appended = {name: InputSpec.from_dict(name, {"columns": [[c.name, c.type] for c in spec.columns],
+                                                 "event_time": spec.event_time, "changelog_format": "append"})
+                for name, spec in INPUTS.items()}
+    interval = ("SELECT o.id, current_timestamp() AS loaded_at, uuid() AS row_id FROM orders o {kind} JOIN ships s "
+                "ON o.id = s.order_id AND s.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR")
+    assert compile_sql("m", interval.format(kind=""), appended).output_names == ["id", "loaded_at", "row_id"]
+    assert compile_sql("m", interval.format(kind="LEFT"), appended).output_names == ["id", "loaded_at", "row_id"]
+    with pytest.raises(CompileError, match="current_timestamp\\(\\) is the time of the run"):
+        compile_sql("m", interval.format(kind=""), INPUTS)  # changelogs that may retract
+    with pytest.raises(CompileError, match="uuid\\(\\) is not deterministic, and this model's output can retract"):
+        compile_sql("m", "SELECT o.id, uuid() AS u FROM orders o LEFT JOIN prices p ON o.id = p.id",
+                    {**appended, "prices": INPUTS["prices"]})
+
+
 def test_using_joins_have_spark_s_columns_one_per_using_name_first():
     """Spark's USING: the column once, first (the left's under INNER, LEFT and semi joins, the right's under
     RIGHT, COALESCE of both under FULL), then the other columns of each side; an unqualified name means it."""

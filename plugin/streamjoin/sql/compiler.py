@@ -29,6 +29,7 @@ from .asof import parseable as asof_parseable
 from .conditions import and_all, has_subquery, predicates
 from .ctes import inlined
 from .derived import bind_derived
+from .determinism import check_stable, first_unstable_call
 from .from_items import from_clause, input_named
 from .merged import merged
 from .using import rewritten
@@ -82,6 +83,7 @@ class _Compiler:
             tree = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as exc:
             raise CompileError(f"cannot parse the SQL: {exc}", model=self.model) from exc
+        unstable = first_unstable_call(tree)
         tree = merged(rewritten(inlined(tree, self.fail), self.inputs, self.fail), self.inputs, self.fail)
         if not isinstance(tree, exp.Select):
             kind = type(tree).__name__.upper()
@@ -117,6 +119,7 @@ class _Compiler:
             outputs=tuple(outputs),
         )
         check_event_times(plan, self.fail)
+        check_stable(plan, unstable, self.fail)
         kind = plan.binary_only()
         return keep_binary(plan, self.fail, kind) if kind else choose_strategy(plan, self.fail)
 
