@@ -61,3 +61,20 @@ def test_a_time_based_outer_join_appends_its_padded_rows_to_the_result_s_level_0
     assert sorted(runner.result(), key=repr) == [(10, 100), (20, None), (30, 300)]  # order 2 padded in run 2
     files = delta_log.data_files(runner.tables.result, delta_log.version(runner.tables.result))
     assert files and state.level0(files) == files
+
+
+def test_an_output_that_only_inserts_may_stamp_its_rows_with_the_run_s_time(spark, tmp_path):
+    """`current_timestamp() AS loaded_at` in an interval join of append-only inputs: each row keeps the time
+    of the run that emitted it (no row is ever retracted, so no run computes it again)."""
+    appended = {**TIMED, "changelog_format": "append"}
+    sql = ("SELECT l.v, r.v AS w, current_timestamp() AS loaded_at FROM l JOIN r ON l.k = r.k "
+           "AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '5' SECOND")
+    runner = CaseRunner(spark, {"name": "stamped", "sql": sql, "runs": [], "inputs": {"l": appended, "r": appended}},
+                        str(tmp_path))
+    runner.append_changes(0, {"l": [["+I", [1, 10, "2024-01-01 00:00:01"]]], "r": [["+I", [1, 100, "2024-01-01 00:00:03"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    runner.append_changes(1, {"l": [["+I", [2, 20, "2024-01-01 00:00:04"]]], "r": [["+I", [2, 200, "2024-01-01 00:00:05"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    stamped = {row[:2]: row[2] for row in runner.result()}
+    assert set(stamped) == {(10, 100), (20, 200)}
+    assert stamped[(10, 100)] < stamped[(20, 200)]  # each the time of its own run
