@@ -24,6 +24,13 @@ def plan(sql: str, **config):
     return compile_sql("m", sql, INPUTS, ModelConfig.from_dict(config))
 
 
+def planned_as(sql: str, spelled_out: str):
+    """The plan of `sql`, asserted the same as that of the query it stands for, `spelled_out`."""
+    compiled = plan(sql)
+    assert compiled.explain() == plan(spelled_out).explain()
+    return compiled
+
+
 def fails(sql: str, *fragments: str) -> str:
     with pytest.raises(CompileError) as err:
         plan(sql)
@@ -215,13 +222,12 @@ def test_common_table_expressions_read_as_the_inputs_and_derived_tables_they_nam
 def test_dbt_styled_models_with_joined_and_final_ctes_plan_as_the_query_they_spell():
     """dbt's style guide: import CTEs, a `joined` CTE, a `final` CTE over it, then `SELECT * FROM final`.
     The query is merged into one SELECT over the joins: the same plan as writing it out directly."""
-    styled = plan("WITH orders AS (SELECT * FROM orders), prices AS (SELECT * FROM prices), "
-                  "joined AS (SELECT o.*, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE o.amount > 0), "
-                  "final AS (SELECT id, amount + COALESCE(price, 0) AS total, price FROM joined WHERE price IS NULL OR price < 9) "
-                  "SELECT * FROM final WHERE total > 2")
-    direct = plan("SELECT o.id, o.amount + COALESCE(p.price, 0) AS total, p.price FROM orders o LEFT JOIN prices p "
-                  "ON o.id = p.id WHERE o.amount > 0 AND (p.price IS NULL OR p.price < 9) AND (o.amount + COALESCE(p.price, 0)) > 2")
-    assert styled.explain() == direct.explain()
+    styled = planned_as("WITH orders AS (SELECT * FROM orders), prices AS (SELECT * FROM prices), "
+                        "joined AS (SELECT o.*, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE o.amount > 0), "
+                        "final AS (SELECT id, amount + COALESCE(price, 0) AS total, price FROM joined WHERE price IS NULL OR price < 9) "
+                        "SELECT * FROM final WHERE total > 2",
+                        "SELECT o.id, o.amount + COALESCE(p.price, 0) AS total, p.price FROM orders o LEFT JOIN prices p "
+                        "ON o.id = p.id WHERE o.amount > 0 AND (p.price IS NULL OR p.price < 9) AND (o.amount + COALESCE(p.price, 0)) > 2")
     assert styled.output_names == ["id", "total", "price"]
     assert "filter (`p__price` IS NULL OR `p__price` < 9) AND" in styled.explain(), styled.explain()
     assert doctest.testmod(merged).failed == 0
@@ -230,14 +236,13 @@ def test_dbt_styled_models_with_joined_and_final_ctes_plan_as_the_query_they_spe
 def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_query():
     """A subquery that joins, first in FROM and followed by INNER or LEFT joins: its joins come first, its
     WHERE applies after the joins that follow (which keep its rows as they are), its columns are its expressions."""
-    styled = plan("WITH op AS (SELECT o.id, o.amount * 2 AS a2, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id "
-                  "WHERE p.price IS NULL OR p.price > 1) "
-                  "SELECT op.id, op.a2, s.ship_ts, op.* FROM op LEFT JOIN ships s ON op.id = s.order_id AND op.a2 > 4 "
-                  "WHERE s.ship_ts IS NOT NULL OR op.price IS NULL")
-    direct = plan("SELECT o.id, o.amount * 2 AS a2, s.ship_ts, o.id, o.amount * 2 AS a2, p.price FROM orders o "
-                  "LEFT JOIN prices p ON o.id = p.id LEFT JOIN ships s ON o.id = s.order_id AND (o.amount * 2) > 4 "
-                  "WHERE (p.price IS NULL OR p.price > 1) AND (s.ship_ts IS NOT NULL OR p.price IS NULL)")
-    assert styled.explain() == direct.explain()
+    styled = planned_as("WITH op AS (SELECT o.id, o.amount * 2 AS a2, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id "
+                        "WHERE p.price IS NULL OR p.price > 1) "
+                        "SELECT op.id, op.a2, s.ship_ts, op.* FROM op LEFT JOIN ships s ON op.id = s.order_id AND op.a2 > 4 "
+                        "WHERE s.ship_ts IS NOT NULL OR op.price IS NULL",
+                        "SELECT o.id, o.amount * 2 AS a2, s.ship_ts, o.id, o.amount * 2 AS a2, p.price FROM orders o "
+                        "LEFT JOIN prices p ON o.id = p.id LEFT JOIN ships s ON o.id = s.order_id AND (o.amount * 2) > 4 "
+                        "WHERE (p.price IS NULL OR p.price > 1) AND (s.ship_ts IS NOT NULL OR p.price IS NULL)")
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
@@ -255,21 +260,19 @@ def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_quer
 def test_a_joined_subquery_s_unqualified_columns_stay_its_own_beside_a_table_joined_after_it():
     """Spark resolves a subquery's unqualified columns among its own tables: a table joined to the subquery
     later that has a column of the same name does not make them ambiguous once the subquery is merged."""
-    merged_plan = plan("SELECT j.cust, j.price, p2.id AS id2 FROM (SELECT cust, price FROM orders o JOIN ships s ON o.id = s.order_id "
-                       "JOIN prices p ON order_id = p.id WHERE price > 1) j JOIN prices p2 ON j.price = p2.price")
-    direct = plan("SELECT o.cust, p.price, p2.id AS id2 FROM orders o JOIN ships s ON o.id = s.order_id JOIN prices p "
-                  "ON s.order_id = p.id JOIN prices p2 ON p.price = p2.price WHERE p.price > 1")
-    assert merged_plan.explain() == direct.explain()
+    planned_as("SELECT j.cust, j.price, p2.id AS id2 FROM (SELECT cust, price FROM orders o JOIN ships s ON o.id = s.order_id "
+               "JOIN prices p ON order_id = p.id WHERE price > 1) j JOIN prices p2 ON j.price = p2.price",
+               "SELECT o.cust, p.price, p2.id AS id2 FROM orders o JOIN ships s ON o.id = s.order_id JOIN prices p "
+               "ON s.order_id = p.id JOIN prices p2 ON p.price = p2.price WHERE p.price > 1")
 
 
 def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later_in_from():
     """`a JOIN (b JOIN c ON p WHERE w) s ON q` is `a JOIN b JOIN c` with p, q and w each on the earliest join
     that sees every table it reads (inner joins and filters commute); its columns are what s selects, in place."""
-    styled = plan("WITH j AS (SELECT p.id, p.price AS seller, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id "
-                  "WHERE p.price > 3) SELECT o.cust, j.* FROM orders o JOIN j ON o.id = j.id AND j.seller > o.amount")
-    direct = plan("SELECT o.cust, p.id, p.price AS seller, s.ship_ts FROM orders o JOIN prices p ON o.id = p.id "
-                  "AND p.price > o.amount AND p.price > 3 JOIN ships s ON p.id = s.order_id")
-    assert styled.explain() == direct.explain()
+    styled = planned_as("WITH j AS (SELECT p.id, p.price AS seller, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id "
+                        "WHERE p.price > 3) SELECT o.cust, j.* FROM orders o JOIN j ON o.id = j.id AND j.seller > o.amount",
+                        "SELECT o.cust, p.id, p.price AS seller, s.ship_ts FROM orders o JOIN prices p ON o.id = p.id "
+                        "AND p.price > o.amount AND p.price > 3 JOIN ships s ON p.id = s.order_id")
     assert styled.output_names == ["cust", "id", "seller", "ship_ts"]
     star = plan("SELECT * FROM orders o CROSS JOIN (SELECT price, ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
                 "WHERE o.amount = j.price")
@@ -347,11 +350,10 @@ def test_using_joins_have_spark_s_columns_one_per_using_name_first():
 
 
 def test_a_cte_over_a_computing_cte_is_one_derived_table():
-    chained = plan("WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id, p2 + 1 AS p3 FROM pr WHERE p2 > 5) "
-                   "SELECT o.id, big.p3 FROM orders o JOIN big ON o.id = big.id")
-    direct = plan("SELECT o.id, big.p3 FROM orders o JOIN (SELECT id, (price * 2) + 1 AS p3 FROM prices WHERE (price * 2) > 5) big "
-                  "ON o.id = big.id")
-    assert chained.explain() == direct.explain()
+    planned_as("WITH pr AS (SELECT id, price * 2 AS p2 FROM prices), big AS (SELECT id, p2 + 1 AS p3 FROM pr WHERE p2 > 5) "
+               "SELECT o.id, big.p3 FROM orders o JOIN big ON o.id = big.id",
+               "SELECT o.id, big.p3 FROM orders o JOIN (SELECT id, (price * 2) + 1 AS p3 FROM prices WHERE (price * 2) > 5) big "
+               "ON o.id = big.id")
 
 
 def test_what_a_merged_subquery_cannot_name_fails_naming_the_column_and_the_fix():
