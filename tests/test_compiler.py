@@ -236,13 +236,13 @@ def test_dbt_styled_models_with_joined_and_final_ctes_plan_as_the_query_they_spe
 def test_a_joined_cte_joined_to_another_table_joins_its_tables_in_the_outer_query():
     """A subquery that joins, first in FROM and followed by INNER or LEFT joins: its joins come first, its
     WHERE applies after the joins that follow (which keep its rows as they are), its columns are its expressions."""
-    styled = planned_as("WITH op AS (SELECT o.id, o.amount * 2 AS a2, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id "
-                        "WHERE p.price IS NULL OR p.price > 1) "
-                        "SELECT op.id, op.a2, s.ship_ts, op.* FROM op LEFT JOIN ships s ON op.id = s.order_id AND op.a2 > 4 "
-                        "WHERE s.ship_ts IS NOT NULL OR op.price IS NULL",
-                        "SELECT o.id, o.amount * 2 AS a2, s.ship_ts, o.id, o.amount * 2 AS a2, p.price FROM orders o "
-                        "LEFT JOIN prices p ON o.id = p.id LEFT JOIN ships s ON o.id = s.order_id AND (o.amount * 2) > 4 "
-                        "WHERE (p.price IS NULL OR p.price > 1) AND (s.ship_ts IS NOT NULL OR p.price IS NULL)")
+    planned_as("WITH op AS (SELECT o.id, o.amount * 2 AS a2, p.price FROM orders o LEFT JOIN prices p ON o.id = p.id "
+               "WHERE p.price IS NULL OR p.price > 1) "
+               "SELECT op.id, op.a2, s.ship_ts, op.* FROM op LEFT JOIN ships s ON op.id = s.order_id AND op.a2 > 4 "
+               "WHERE s.ship_ts IS NOT NULL OR op.price IS NULL",
+               "SELECT o.id, o.amount * 2 AS a2, s.ship_ts, o.id, o.amount * 2 AS a2, p.price FROM orders o "
+               "LEFT JOIN prices p ON o.id = p.id LEFT JOIN ships s ON o.id = s.order_id AND (o.amount * 2) > 4 "
+               "WHERE (p.price IS NULL OR p.price > 1) AND (s.ship_ts IS NOT NULL OR p.price IS NULL)")
     star = plan("WITH op AS (SELECT o.id, p.price FROM orders o JOIN prices p ON o.id = p.id) "
                 "SELECT * FROM op JOIN ships s ON op.id = s.order_id")
     assert star.output_names == ["id", "price", "order_id", "ship_ts"]
