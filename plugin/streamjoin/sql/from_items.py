@@ -20,6 +20,14 @@ def emits_pairs(join: exp.Join) -> bool:
     return (join.args.get("kind") or "").upper() not in ("SEMI", "ANTI")
 
 
+def starred_items(select: exp.Select) -> list[exp.Expression]:
+    """The tables whose columns a SELECT's `*` lists, in order: FROM's and those of its joins that emit
+    pairs (`emits_pairs`)."""
+    from_ = from_clause(select)
+    joined = [j.this for j in select.args.get("joins") or [] if emits_pairs(j)]
+    return ([from_.this] if from_ else []) + joined
+
+
 def item_name(item: exp.Expression) -> str:
     """The name a table in FROM goes by: its alias, its name, or (a window table function without an
     alias) the name of the input it reads."""
@@ -62,7 +70,7 @@ def select_columns(select: exp.Select, inputs: Mapping[str, InputSpec]) -> list[
     from_ = from_clause(select)
     joins = select.args.get("joins") or []
     items = ([from_.this] if from_ else []) + [j.this for j in joins]
-    paired = items[:1] + [j.this for j in joins if emits_pairs(j)]
+    paired = starred_items(select)
     names: list[str] = []
     for e in select.expressions:
         starred = paired if isinstance(e, exp.Star) else \

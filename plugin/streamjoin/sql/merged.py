@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import emits_pairs, from_clause, item_columns, item_name
+from .from_items import from_clause, item_columns, item_name, starred_items
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -233,12 +233,10 @@ def _merge(select: exp.Select, sub: exp.Subquery, inputs: Mapping[str, InputSpec
 def _columns_over(select: exp.Select, sub: exp.Subquery, named: "_Columns") -> list[exp.Expression]:
     """`select`'s columns over the columns of its subquery `sub` (`named`): stars expanded where they
     read `sub`, references to `sub`'s columns replaced by what they are, named as before."""
-    from_ = from_clause(select)
-    paired = [from_.this] + [j.this for j in select.args.get("joins") or [] if emits_pairs(j)]
     out: list[exp.Expression] = []
     for e in select.expressions:
         if isinstance(e, exp.Star):
-            for item in paired:
+            for item in starred_items(select):
                 out += _own_columns(named.inner) if item is sub else [_star_of(item)]
             continue
         if isinstance(e, exp.Column) and isinstance(e.this, exp.Star) and e.table.lower() == named.alias:
@@ -254,9 +252,8 @@ def _columns_over(select: exp.Select, sub: exp.Subquery, named: "_Columns") -> l
 def _own_columns(inner: exp.Select) -> list[exp.Expression]:
     """A subquery's columns, to select in the query it is merged into: its own `*` stands for the tables
     of its own (not those the query joins beside it)."""
-    from_ = from_clause(inner)
-    paired = [from_.this] + [j.this for j in inner.args.get("joins") or [] if emits_pairs(j)]
-    return [c for e in inner.expressions for c in ([_star_of(t) for t in paired] if isinstance(e, exp.Star) else [e.copy()])]
+    return [c for e in inner.expressions
+            for c in ([_star_of(t) for t in starred_items(inner)] if isinstance(e, exp.Star) else [e.copy()])]
 
 
 def _star_of(item: exp.Expression) -> exp.Column:
