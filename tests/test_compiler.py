@@ -285,6 +285,9 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
               "a subquery in FROM must select from one input, or join first in FROM")
     fails("SELECT o.id FROM orders o JOIN (SELECT p.id FROM prices p LEFT JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
           "a subquery in FROM must select from one input, or join first in FROM")
+    # a second subquery is judged on the query as flattening the first left it: its alias x is now taken
+    fails("SELECT o.id FROM orders o JOIN (SELECT x.id FROM prices x JOIN ships s ON x.id = s.order_id) a ON o.id = a.id "
+          "JOIN (SELECT x.price FROM prices x JOIN ships t ON x.id = t.order_id) b ON o.amount = b.price", "aliases of its own")
     # on a time column, the flat form could join orders and ships by an interval join, with its own timing
     fails("SELECT o.id FROM orders o JOIN (SELECT p.id, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
           "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition on a time column")

@@ -43,8 +43,9 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
     """
     inputs = {k.lower(): v for k, v in inputs.items()}
     for select in reversed(list(tree.find_all(exp.Select))):  # a SELECT's subqueries come after it in this order: innermost first
-        for join in [j for j in select.args.get("joins") or [] if _flattens(select, j, inputs)]:
-            _flatten(select, join, inputs, fail)
+        for join in list(select.args.get("joins") or []):  # each on the query as flattening the ones before left it
+            if _flattens(select, join, inputs):
+                _flatten(select, join, inputs, fail)
         into = _mergeable(select)
         if into is not None:
             try:
@@ -81,21 +82,26 @@ def _mergeable(select: exp.Select) -> exp.Subquery | None:
     return from_.this
 
 
+def _side_and_kind(join: exp.Join) -> tuple[str, str] | None:
+    """A join's side and kind, upper-case (`""` when not written); None for an ASOF join or one of a
+    window table function, which no merge moves."""
+    if join.args.get("method") or window_call(join.this) is not None:
+        return None
+    return (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+
+
 def _follows(join: exp.Join) -> bool:
     """Whether a join may follow a merged subquery's joins: one that drops or pads nothing of the rows
     before it that a filter of theirs would keep (INNER, LEFT, CROSS, LEFT SEMI/ANTI; not RIGHT, FULL,
     ASOF), so the subquery's WHERE can apply after it. A window table function stays unmerged."""
-    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-    method = str(join.args.get("method") or "").upper()
-    return side in ("", "LEFT") and kind in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI") and not method \
-        and window_call(join.this) is None
+    found = _side_and_kind(join)
+    return found is not None and found[0] in ("", "LEFT") and found[1] in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI")
 
 
 def _inner_join(join: exp.Join) -> bool:
     """Whether a join is INNER or CROSS (not outer, semi/anti, ASOF or of a window table function)."""
-    side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-    return not side and kind in ("", "INNER", "CROSS") and not join.args.get("method") and window_call(join.this) is None \
-        and not join.args.get("using")
+    found = _side_and_kind(join)
+    return found is not None and not found[0] and found[1] in ("", "INNER", "CROSS") and not join.args.get("using")
 
 
 def _flattens(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]) -> bool:
@@ -123,7 +129,7 @@ def _reads_time(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSp
     results emitted on the watermark) differs from the regular join it was: such a subquery stays unmerged."""
     times = {t.lower() for spec in inputs.values() for t in (spec.event_time, spec.proc_time) if t}
     inner = join.this.this
-    named = {e.alias_or_name.lower(): e for e in inner.expressions if e.alias_or_name}
+    named = _named_columns(inner)
     alias = _name(join.this)
     conditions = [j.args.get("on") for j in inner.args["joins"]] + [inner.args.get("where"), join.args.get("on"),
                                                                      select.args.get("where")]
@@ -131,7 +137,7 @@ def _reads_time(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSp
         for column in condition.find_all(exp.Column):
             refers = column.table.lower() == alias or (not column.table and column.name.lower() in named)
             value = named.get(column.name.lower()) if refers else None
-            names = {c.name.lower() for c in value.find_all(exp.Column)} | {column.name.lower()} if value else {column.name.lower()}
+            names = {column.name.lower()} | ({c.name.lower() for c in value.find_all(exp.Column)} if value else set())
             if names & times:
                 return True
     return False
@@ -142,17 +148,18 @@ def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]
     join's condition and the subquery's WHERE become expressions over those tables, and each condition
     goes to the earliest of their joins that sees every table it reads."""
     sub = join.this
-    inner = _qualified(sub.this, inputs)
+    inner = _qualified(sub.this, inputs)  # a copy: its tables and conditions move into `select` as they are
     joins = select.args["joins"]
     at = next(i for i, j in enumerate(joins) if j is join)
-    beside = [from_clause(select).this] + [j.this for j in joins if j is not join]
+    first = from_clause(select).this
+    beside = [first] + [j.this for j in joins if j is not join]
     named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
                      others={c for t in beside for c in _columns_of(t, inputs)})
     select.set("expressions", _columns_over(select, sub, named))
     on, where = join.args.get("on"), inner.args.get("where")
     conditions = ([named.substituted(on.copy())] if on is not None else []) + ([where.this] if where is not None else [])
     items = [from_clause(inner).this, *[j.this for j in inner.args["joins"]]]
-    seen = {_name(t) for t in [from_clause(select).this, *[j.this for j in joins[:at]]]}
+    seen = {_name(t) for t in [first, *[j.this for j in joins[:at]]]}
     steps = []
     for item in items:
         seen.add(_name(item))
@@ -160,15 +167,15 @@ def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]
     placed: list[list[exp.Expression]] = [[] for _ in items]
     for condition in conditions:
         for part in condition.flatten() if isinstance(condition, exp.And) else [condition]:
-            reads = {c.table.lower() for c in part.find_all(exp.Column) if not isinstance(c.this, exp.Star)}
-            known = all(c.table for c in part.find_all(exp.Column) if not isinstance(c.this, exp.Star))
+            columns = [c for c in part.find_all(exp.Column) if not isinstance(c.this, exp.Star)]
+            reads = {c.table.lower() for c in columns}
+            known = all(c.table for c in columns)
             placed[next((i for i, s in enumerate(steps) if known and reads <= s), len(items) - 1)].append(part)
     flat = []
     for i, item in enumerate(items):
         on = inner.args["joins"][i - 1].args.get("on") if i else None
         parts = ([on] if on is not None else []) + placed[i]
-        flat.append(exp.Join(this=item.copy(), on=exp.and_(*parts)) if parts else
-                    exp.Join(this=item.copy(), kind="CROSS"))
+        flat.append(exp.Join(this=item, on=exp.and_(*parts)) if parts else exp.Join(this=item, kind="CROSS"))
     rest = [named.substituted(j) for j in joins[:at] + joins[at + 1:]]
     select.set("joins", rest[:at] + flat + rest[at:])
     outer = select.args.get("where")
@@ -192,6 +199,11 @@ def _qualified(inner: exp.Select, inputs: Mapping[str, InputSpec]) -> exp.Select
         if len(tables) == 1:
             column.set("table", exp.to_identifier(tables[0]))
     return inner
+
+
+def _named_columns(select: exp.Select) -> dict[str, exp.Expression]:
+    """A SELECT's columns that have a name, by lower-case name."""
+    return {e.alias_or_name.lower(): e for e in select.expressions if e.alias_or_name}
 
 
 def _in_from(select: exp.Select) -> bool:
@@ -279,7 +291,7 @@ class _Columns:
         self.tables = _tables(inner)
         self.inputs = inputs
         self.others = others
-        self.named = {e.alias_or_name.lower(): e for e in inner.expressions if e.alias_or_name}
+        self.named = _named_columns(inner)
 
     def substituted(self, tree: exp.Expression) -> exp.Expression:
         """`tree` with each reference to the subquery's columns replaced by what the column is."""
