@@ -181,7 +181,8 @@ def test_interval_join_is_recognised():
     ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
-    ("SELECT p.id FROM prices p LEFT JOIN (SELECT o2.id FROM orders o2 JOIN ships s ON o2.id = s.order_id) o ON o.id = p.id",
+    ("SELECT p.id FROM prices p LEFT JOIN (SELECT o2.id FROM orders o2 LEFT JOIN ships s ON o2.id = s.order_id "
+     "WHERE o2.amount > 1) o ON o.id = p.id",
      ["subquery in FROM must select from one input, or join first in FROM"]),
     ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
     ("SELECT o.id FROM (SELECT DISTINCT id FROM orders) o JOIN prices p ON o.id = p.id", ["DISTINCT"]),
@@ -280,9 +281,6 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
     own_star = plan("SELECT o.id, j.* FROM orders o JOIN (SELECT * FROM prices p JOIN ships s ON p.id = s.order_id) j "
                     "ON o.cust = j.price")  # the subquery's * is its own tables', not orders' too
     assert own_star.output_names == ["id", "id_2", "price", "order_id", "ship_ts"]
-    for outer in ("LEFT JOIN", "FULL JOIN"):  # an outer join of a joined subquery is no inner join of its tables
-        fails(f"SELECT o.id FROM orders o {outer} (SELECT p.id FROM prices p JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
-              "a subquery in FROM must select from one input, or join first in FROM")
     fails("SELECT o.id FROM orders o JOIN (SELECT p.id FROM prices p LEFT JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
           "a subquery in FROM must select from one input, or join first in FROM")
     # a second subquery is judged on the query as flattening the first left it: its alias x is now taken
@@ -290,7 +288,75 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
           "JOIN (SELECT x.price FROM prices x JOIN ships t ON x.id = t.order_id) b ON o.amount = b.price", "aliases of its own")
     # on a time column, the flat form could join orders and ships by an interval join, with its own timing
     fails("SELECT o.id FROM orders o JOIN (SELECT p.id, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
-          "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition on a time column")
+          "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition reads a time column")
+
+
+def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in_from():
+    """`a LEFT JOIN (b JOIN c ON p WHERE w) s ON q` is `a LEFT JOIN (b JOIN c ON p AND w) ON q`: the outer join
+    joins the rows of the inner joins (a nested join on its right, not a chain: `a LEFT JOIN b JOIN c` would
+    drop the rows of a that c does not match)."""
+    for outer in ("LEFT", "RIGHT", "FULL"):
+        nested = planned_as(f"WITH j AS (SELECT p.id, p.price AS seller, s.ship_ts FROM prices p JOIN ships s "
+                            f"ON p.id = s.order_id WHERE p.price > 3) SELECT o.cust, j.* FROM orders o {outer} JOIN j "
+                            f"ON o.id = j.id AND j.seller > o.amount WHERE j.ship_ts IS NOT NULL OR o.cust > 1",
+                            f"SELECT o.cust, p.id, p.price AS seller, s.ship_ts FROM orders o {outer} JOIN (prices p JOIN ships s "
+                            f"ON p.id = s.order_id AND p.price > 3) ON o.id = p.id AND p.price > o.amount "
+                            f"WHERE s.ship_ts IS NOT NULL OR o.cust > 1")
+        root = nested.root
+        if outer == "RIGHT":  # (p JOIN s) LEFT JOIN o: one key, so one multi-way join
+            assert [s.alias for s in root.inputs] == ["p", "s", "o"]
+            assert root.join_types == (None, JoinType.INNER, JoinType.LEFT)
+        else:
+            assert isinstance(root, Join) and root.join_type is JoinType(outer.lower()) and isinstance(root.right, Join)
+            assert [s.alias for s in plan_module.scans(root.right)] == ["p", "s"]
+            assert root.right.join_type is JoinType.INNER
+        assert nested.output_names == ["cust", "id", "seller", "ship_ts"]
+    # a condition on the subquery's first table alone filters its first join; a CROSS join with WHERE is an inner join
+    planned_as("SELECT o.id, j.price FROM orders o LEFT JOIN (SELECT p.id, p.price FROM prices p, ships s "
+               "WHERE p.price > 3 AND s.order_id = p.id) j ON o.id = j.id",
+               "SELECT o.id, p.price FROM orders o LEFT JOIN (prices p JOIN ships s ON p.price > 3 AND s.order_id = p.id) "
+               "ON o.id = p.id")
+    # without a WHERE, its joins may be outer joins too, nested as they are
+    planned_as("WITH j AS (SELECT p.id, p.price, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id) "
+               "SELECT o.id, j.price, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id",
+               "SELECT o.id, p.price, s.ship_ts FROM orders o LEFT JOIN (prices p LEFT JOIN ships s ON p.id = s.order_id) "
+               "ON o.id = p.id")
+    fails("WITH j AS (SELECT p.id, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id WHERE p.price > 1) "
+          "SELECT o.id, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id", "(or, without a WHERE, outer joins too)")
+    # the side a LEFT or FULL join pads must not compute a column: it would not be NULL on a padded row
+    for outer in ("LEFT", "FULL"):
+        fails(f"SELECT o.id, j.n FROM orders o {outer} JOIN (SELECT p.id, COALESCE(p.price, 0) AS n FROM prices p "
+              f"JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",
+              f"column 'n' of j is computed, but the {outer} JOIN pads j with NULLs", "compute it in the outer query")
+    planned_as("SELECT o.id, j.n FROM orders o RIGHT JOIN (SELECT p.id, COALESCE(p.price, 0) AS n FROM prices p "
+               "JOIN ships s ON p.id = s.order_id) j ON o.id = j.id",  # it pads orders, not j
+               "SELECT o.id, COALESCE(p.price, 0) AS n FROM orders o RIGHT JOIN (prices p JOIN ships s "
+               "ON p.id = s.order_id) ON o.id = p.id")
+    # a time-based join stays out of a nested join (the watermark does not pass through one)
+    fails("SELECT p.id FROM prices p LEFT JOIN (orders o JOIN ships s ON o.id = s.order_id AND s.ship_ts BETWEEN o.ts "
+          "AND o.ts + INTERVAL 1 HOUR) ON p.id = o.id", "interval join j1 of o, s is time-based", "join those inputs in the outer FROM")
+    fails("SELECT p.id FROM prices p LEFT JOIN (SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id AND s.ship_ts "
+          "BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR) j ON p.id = j.id", "interval join j1 of o, s is time-based")
+    fails("SELECT p.id FROM prices p LEFT JOIN (orders o JOIN ships FOR SYSTEM_TIME AS OF o.ts AS s ON o.id = s.order_id) "
+          "ON p.id = o.id", "a parenthesized join may hold regular joins of inputs only")
+
+
+
+def test_a_subquery_in_in_or_exists_may_inner_join_its_inputs():
+    """`x IN (SELECT ... FROM b JOIN c ...)` is a semi join of the rows of the inner joins (a nested join on
+    its right): its conditions on its own inputs go on those joins, the correlated ones on the semi join."""
+    semi = plan("SELECT o.id FROM orders o WHERE o.cust IN (SELECT p.price FROM prices p JOIN ships s ON p.id = s.order_id "
+                "WHERE p.id > 2 AND s.ship_ts > o.ts)").root
+    assert isinstance(semi, Join) and semi.join_type is JoinType.SEMI and isinstance(semi.right, Join)
+    assert [(k.left, k.right) for k in semi.keys] == [("`o__cust`", "`p__price`")] and semi.residual == "`s__ship_ts` > `o__ts`"
+    assert [s.filters for s in plan_module.scans(semi.right)] == [("`p__id` > 2",), ()]
+    anti = plan("SELECT o.id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM prices p, ships s WHERE p.id = s.order_id "
+                "AND p.id = o.id)").root
+    assert anti.join_type is JoinType.ANTI and [(k.left, k.right) for k in anti.right.keys] == [("`p__id`", "`s__order_id`")]
+    fails("SELECT o.id FROM orders o WHERE o.cust IN (SELECT p.price FROM prices p LEFT JOIN ships s ON p.id = s.order_id)",
+          "a subquery in [NOT] IN or [NOT] EXISTS may join its inputs by INNER or CROSS joins only")
+    fails("SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM prices p JOIN ships s ON p.id = s.order_id WHERE 1 = 2)",
+          "reads none of its inputs")
 
 
 @pytest.mark.parametrize("sql, fragment", [

@@ -63,6 +63,28 @@ SUBQUERY_FORMS = {
     "a joined CTE inner-joined on the right": "WITH j AS (SELECT r1.k AS rk, w, v AS lv FROM r AS r1 JOIN l AS l1 ON r1.k = l1.k "
                                               "WHERE v > 0) "
                                               "SELECT * FROM l JOIN j ON l.v = j.w AND j.lv <> l.k WHERE j.rk IS NOT NULL OR l.v > 1",
+    "a joined CTE left-joined": "WITH j AS (SELECT r1.k, r1.w, l2.v AS lv FROM r AS r1 JOIN l AS l2 ON r1.w = l2.k "
+                                "WHERE l2.v > 0) "
+                                "SELECT l.k, l.v, j.w, j.lv FROM l LEFT JOIN j ON l.k = j.k AND j.lv <> l.v "
+                                "WHERE j.w IS NULL OR j.w < 3",
+    "a joined subquery full-joined": "SELECT l.k AS lk, l.v, j.* FROM l FULL JOIN (SELECT r1.k, r1.w, l2.v AS lv FROM r r1, "
+                                     "l l2 WHERE r1.w = l2.v AND r1.k IS NOT NULL) j ON l.k = j.k",
+    "a joined subquery right-joined": "SELECT l.k AS lk, j.rk, j.n FROM l RIGHT JOIN (SELECT r1.k AS rk, r1.w * 2 + r2.w AS n "
+                                      "FROM r r1 JOIN r r2 ON r1.k = r2.w) j ON l.v = j.rk WHERE j.n > 1 OR l.k IS NULL",
+    "a CTE with a left join, left-joined": "WITH j AS (SELECT r1.k, r1.w, l2.v AS lv FROM r r1 LEFT JOIN l l2 ON r1.w = l2.k) "
+                                           "SELECT l.k, l.v, j.w, j.lv FROM l LEFT JOIN j ON l.k = j.k "
+                                           "WHERE j.lv IS NULL OR j.lv <> l.v",
+    "a subquery with a full join, right-joined": "SELECT l.k AS lk, j.n FROM l RIGHT JOIN (SELECT r1.k AS rk, "
+                                                 "COALESCE(r2.w, -1) AS n FROM r r1 FULL JOIN r r2 ON r1.w = r2.k) j "
+                                                 "ON l.v = j.rk",
+    "in over a joined subquery": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r1.w FROM r r1 JOIN l l2 ON r1.k = l2.k "
+                                 "WHERE l2.v > 0)",
+    "correlated not exists over a joined subquery": "SELECT l.k, l.v FROM l WHERE NOT EXISTS (SELECT 1 FROM r r1, r r2 "
+                                                    "WHERE r1.w = r2.k AND r1.k = l.k AND r2.w <> l.v)",
+    "not in over a joined subquery": "SELECT l.k, l.v FROM l WHERE l.v NOT IN (SELECT r1.w FROM r r1 JOIN r r2 "
+                                     "ON r1.k = r2.w)",
+    "a parenthesized join left-joined": "SELECT l.k, l.v, r1.w, r2.w AS w2 FROM l LEFT JOIN (r AS r1 JOIN r AS r2 "
+                                        "ON r1.w = r2.k) ON l.k = r1.k AND r2.w <> l.v",
 }
 
 keys = st.sampled_from([None, 1, 2, 3])

@@ -2,8 +2,9 @@
 
 The supported subset is one SELECT over named inputs joined by INNER/LEFT/RIGHT/FULL
 equi-joins (with residual predicates), LEFT SEMI/ANTI joins and the EXISTS / NOT EXISTS /
-IN / NOT IN subqueries that reduce to them (`subqueries`), and derived tables over one input
-(`derived`). Names resolve in scopes (`scope`); WHERE conditions are placed by `placement`.
+IN / NOT IN subqueries that reduce to them (`subqueries`), derived tables over one input
+(`derived`), and parenthesized joins, `a LEFT JOIN (b JOIN c ON ...) ON ...`, whose join is the
+right side of the join that reads it (`bind_nested`; `merged` makes joined subqueries so). Names resolve in scopes (`scope`); WHERE conditions are placed by `placement`.
 Everything else fails here, naming the construct and its line and column (`positions`).
 
 >>> from streamjoin.spec import InputSpec, ModelConfig
@@ -30,12 +31,12 @@ from .conditions import and_all, has_subquery, predicates
 from .ctes import inlined
 from .derived import bind_derived
 from .determinism import check_stable, first_unstable_call
-from .from_items import from_clause, input_named
+from .from_items import from_clause, input_named, parenthesized
 from .merged import merged
 from .using import rewritten
 from .placement import equi_key, place_predicates, push_into
 from .positions import located
-from .plan import SINGLE_GROUP_KEY, EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans
+from .plan import SINGLE_GROUP_KEY, EquiKey, Join, JoinPlan, Node, OutputColumn, Scan, scans, subtree
 from .scope import Binding, Scope
 from .strategy import choose_strategy, keep_binary
 from .subqueries import add_subquery_join, is_subquery_predicate
@@ -90,7 +91,8 @@ class _Compiler:
             raise self.fail(f"{kind} is not supported: a streaming_join model is one SELECT with joins", tree)
         self.check_select(tree, top=True)
         scope = Scope()
-        root, pending = self.build_from(tree, scope)
+        root = self.build_from(tree, scope)
+        pending: list[exp.Expression] = []
         where = tree.args.get("where")
         post_filters: list[exp.Expression] = []
         for conjunct in predicates(where.this) if where else []:
@@ -107,6 +109,7 @@ class _Compiler:
         root = bind_temporal(root, self.as_of, self.prefixes, self.fail)
         root = extract_time_bound(root, self.prefixes, self.fail)  # interval joins of temporal joins' rows
         root = bind_window_joins(root, self.prefixes, self.fail)
+        self.check_nested(root)
         root = self.keyed(root)
         outputs = self.outputs(tree, scope, root)
         plan = JoinPlan(
@@ -142,7 +145,10 @@ class _Compiler:
             raise self.fail("the SELECT list is empty", select)
 
     # -- FROM and JOINs ---------------------------------------------------------------------
-    def bind(self, table: exp.Expression, scope: Scope) -> Scan:
+    def bind(self, table: exp.Expression, scope: Scope) -> Node:
+        first = parenthesized(table)
+        if first is not None:
+            return self.bind_nested(first, scope)
         if isinstance(table, exp.Subquery):
             return bind_derived(self, table, scope)
         call = window_call(table)
@@ -184,14 +190,38 @@ class _Compiler:
         self.join_counter += 1
         return f"j{self.join_counter}"
 
-    def build_from(self, select: exp.Select, scope: Scope) -> tuple[Node, list[exp.Expression]]:
+    def bind_nested(self, first: exp.Table, scope: Scope) -> Node:
+        """A parenthesized join, `(b JOIN c ON ...)` (`parenthesized`; also a joined subquery an outer
+        join reads, `merged`): its tables, in the query's scope, joined by its regular joins."""
+        for join in first.args["joins"]:
+            if join.args.get("method") or join.this.find(exp.Version) or window_call(join.this) is not None:
+                raise self.fail("a parenthesized join may hold regular joins of inputs only (no temporal, ASOF or "
+                                "window join): write those in the outer FROM", join)
+        return self.joined(self.bind(first, scope), first.args["joins"], scope)
+
+    def check_nested(self, node: Node) -> None:
+        """Refuse a time-based join inside a join on the right of another (`bind_nested`): time-based joins
+        run on the left of the joins above them (a cascade), where the rows they emit on the watermark go."""
+        if not isinstance(node, Join):
+            return
+        timed = next((n for n in subtree(node.right) if isinstance(n, Join) and n.time_based), None)
+        if timed is not None:
+            kind = f"{timed.kind}{' interval' if timed.time_bound else ''}"
+            raise self.fail(f"the {kind} join {timed.id} of {', '.join(sorted(timed.aliases))} is time-based and sits "
+                            f"inside the join on the right of join {node.id}: join those inputs in the outer FROM")
+        self.check_nested(node.left)
+        self.check_nested(node.right)
+
+    def build_from(self, select: exp.Select, scope: Scope) -> Node:
         from_ = from_clause(select)
         if from_ is None:
             raise self.fail("a streaming join needs a FROM clause", select)
         reject_as_of(from_.this, self.fail)
-        node: Node = self.bind(from_.this, scope)
-        pending: list[exp.Expression] = []
-        for join in select.args.get("joins") or []:
+        return self.joined(self.bind(from_.this, scope), select.args.get("joins") or [], scope)
+
+    def joined(self, node: Node, joins: list[exp.Join], scope: Scope) -> Node:
+        """`node` joined by `joins` in order, as FROM writes them."""
+        for join in joins:
             kind = (join.args.get("kind") or "").upper()
             side = (join.args.get("side") or "").upper()
             method = str(join.args.get("method") or "").upper()
@@ -222,7 +252,7 @@ class _Compiler:
             node = self.join_with(node, right, join_type, on_parts, scope, join)
             if time is not None:
                 self.as_of[node.id] = AsOf(scope.render(time, self.fail), join)
-        return node, pending
+        return node
 
     def join_with(self, left: Node, right: Node, join_type: JoinType, parts: list[exp.Expression],
                   scope: Scope, where: exp.Expression, *, null_aware: bool = False) -> Join:

@@ -50,9 +50,10 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     from_ = from_clause(sub) if isinstance(sub, exp.Select) else None
     if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
         raise fail("a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, "
-                   "CROSS or semi/anti joins after it, or be INNER or CROSS joined later in FROM with only INNER or CROSS "
-                   "joins of its own and no condition on a time column (and aliases of its own): write its joins in the "
-                   "outer query", table)
+                   "CROSS or semi/anti joins after it, or be joined later in FROM with aliases of its own: INNER or CROSS "
+                   "joined when its joins are INNER or CROSS and no condition reads a time column; LEFT, RIGHT or FULL "
+                   "joined when an input comes first in its FROM and its joins are INNER or CROSS (or, without a WHERE, "
+                   "outer joins too): write its joins in the outer query", table)
     if not table.alias:
         raise fail("a subquery in FROM needs an alias", table)
     binder.check_select(sub, top=True)

@@ -20,12 +20,43 @@ def emits_pairs(join: exp.Join) -> bool:
     return (join.args.get("kind") or "").upper() not in ("SEMI", "ANTI")
 
 
+def side_and_kind(join: exp.Join) -> tuple[str, str] | None:
+    """A join's side and kind, upper-case (`""` when not written); None for an ASOF join or one of a
+    window table function."""
+    if join.args.get("method") or window_call(join.this) is not None:
+        return None
+    return (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+
+
+def inner_join(join: exp.Join) -> bool:
+    """Whether a join is INNER or CROSS (not outer, semi/anti, ASOF, by USING or of a window table function)."""
+    found = side_and_kind(join)
+    return found is not None and not found[0] and found[1] in ("", "INNER", "CROSS") and not join.args.get("using")
+
+
 def starred_items(select: exp.Select) -> list[exp.Expression]:
     """The tables whose columns a SELECT's `*` lists, in order: FROM's and those of its joins that emit
-    pairs (`emits_pairs`)."""
+    pairs (`emits_pairs`), a parenthesized join's as `tables_in` lists them."""
     from_ = from_clause(select)
     joined = [j.this for j in select.args.get("joins") or [] if emits_pairs(j)]
-    return ([from_.this] if from_ else []) + joined
+    return [t for item in ([from_.this] if from_ else []) + joined for t in tables_in(item, paired=True)]
+
+
+def parenthesized(item: exp.Expression) -> exp.Table | None:
+    """The first table of a parenthesized join in FROM, `(b JOIN c ON ...)`, which holds the others as
+    its joins (sqlglot's form); None for any other item."""
+    first = item.this if isinstance(item, exp.Subquery) else None
+    return first if isinstance(first, exp.Table) and first.args.get("joins") else None
+
+
+def tables_in(item: exp.Expression, *, paired: bool = False) -> list[exp.Expression]:
+    """The tables a FROM item reads, in order: a parenthesized join's (`parenthesized`; with `paired`,
+    only those whose columns its rows carry, `emits_pairs`), or the item itself."""
+    first = parenthesized(item)
+    if first is None:
+        return [item]
+    joined = [j.this for j in first.args["joins"] if emits_pairs(j) or not paired]
+    return [first] + [t for other in joined for t in tables_in(other, paired=paired)]
 
 
 def item_name(item: exp.Expression) -> str:
@@ -69,7 +100,7 @@ def select_columns(select: exp.Select, inputs: Mapping[str, InputSpec]) -> list[
     """A SELECT's column names in order, its stars expanded; None when one is not known here."""
     from_ = from_clause(select)
     joins = select.args.get("joins") or []
-    items = ([from_.this] if from_ else []) + [j.this for j in joins]
+    items = [t for item in ([from_.this] if from_ else []) + [j.this for j in joins] for t in tables_in(item)]
     paired = starred_items(select)
     names: list[str] = []
     for e in select.expressions:

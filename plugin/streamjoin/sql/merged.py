@@ -9,7 +9,9 @@ subquery that joins, and every derived table over another derived table (a chain
 each compute columns of the one before becomes one derived table). A subquery that joins by INNER
 or CROSS joins only and is INNER- or CROSS-joined later in FROM is flattened into the query: its
 tables join where it did, each condition on the earliest of its joins that sees the tables the
-condition reads (inner joins and filters commute). A query over a subquery of one input stays as it
+condition reads (inner joins and filters commute). Outer-joined (LEFT, RIGHT or FULL) instead, it is
+nested: a parenthesized join of its tables takes its place, `a LEFT JOIN (b JOIN c ON ...) ON ...`, its
+WHERE on its own joins, and the outer join joins their rows. A query over a subquery of one input stays as it
 is (`derived` binds it), and so does any other subquery joined to another table (`derived` names
 what it refuses). A merged subquery's unqualified columns are qualified with their table first, so
 that the tables joined beside it do not make them ambiguous.
@@ -22,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import from_clause, item_columns, item_name, starred_items
+from .from_items import from_clause, inner_join, item_columns, item_name, side_and_kind, starred_items, tables_in
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -44,8 +46,10 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
     inputs = {k.lower(): v for k, v in inputs.items()}
     for select in reversed(list(tree.find_all(exp.Select))):  # a SELECT's subqueries come after it in this order: innermost first
         for join in list(select.args.get("joins") or []):  # each on the query as flattening the ones before left it
-            if _flattens(select, join, inputs):
+            if inner_join(join) and _joined_subquery(select, join) and not _reads_time(select, join, inputs):
                 _flatten(select, join, inputs, fail)
+            elif _nests(select, join):
+                _nest(select, join, inputs, fail)
         into = _mergeable(select)
         if into is not None:
             try:
@@ -82,44 +86,48 @@ def _mergeable(select: exp.Select) -> exp.Subquery | None:
     return from_.this
 
 
-def _side_and_kind(join: exp.Join) -> tuple[str, str] | None:
-    """A join's side and kind, upper-case (`""` when not written); None for an ASOF join or one of a
-    window table function, which no merge moves."""
-    if join.args.get("method") or window_call(join.this) is not None:
-        return None
-    return (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
-
-
 def _follows(join: exp.Join) -> bool:
     """Whether a join may follow a merged subquery's joins: one that drops or pads nothing of the rows
     before it that a filter of theirs would keep (INNER, LEFT, CROSS, LEFT SEMI/ANTI; not RIGHT, FULL,
     ASOF), so the subquery's WHERE can apply after it. A window table function stays unmerged."""
-    found = _side_and_kind(join)
+    found = side_and_kind(join)
     return found is not None and found[0] in ("", "LEFT") and found[1] in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI")
 
 
-def _inner_join(join: exp.Join) -> bool:
-    """Whether a join is INNER or CROSS (not outer, semi/anti, ASOF or of a window table function)."""
-    found = _side_and_kind(join)
-    return found is not None and not found[0] and found[1] in ("", "INNER", "CROSS") and not join.args.get("using")
+def _outer_join(join: exp.Join) -> bool:
+    """Whether a join is LEFT, RIGHT or FULL [OUTER] (not semi/anti, ASOF or of a window table function)."""
+    found = side_and_kind(join)
+    return found is not None and found[0] in ("LEFT", "RIGHT", "FULL") and found[1] in ("", "OUTER") \
+        and not join.args.get("using")
 
 
-def _flattens(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]) -> bool:
-    """Whether `join` is an INNER or CROSS join of a subquery that joins by INNER or CROSS joins alone
-    (no temporal join), with aliases of its own, and no condition reads a time column (`_reads_time`):
-    then `_flatten` may put its tables in its place."""
+def _nests(select: exp.Select, join: exp.Join) -> bool:
+    """Whether `_nest` may put `join`'s subquery in its place: an outer join of a joined subquery
+    (`_joined_subquery`) whose FROM is an input (it leads the parenthesized join); its joins may be
+    outer joins too where it has no WHERE (which no join condition could then hold)."""
+    if not (_outer_join(join) and _joined_subquery(select, join, outer=True)):
+        return False
+    inner = join.this.this
+    regular = all(inner_join(j) for j in inner.args["joins"]) or not inner.args.get("where")
+    return regular and isinstance(from_clause(inner).this, exp.Table)
+
+
+def _joined_subquery(select: exp.Select, join: exp.Join, *, outer: bool = False) -> bool:
+    """Whether `join` joins a subquery that joins by INNER or CROSS joins alone (with `outer`, also by
+    LEFT, RIGHT and FULL joins; never temporal ones), with aliases of its own: then `_flatten` may put its
+    tables in its place where `join` is INNER or CROSS (and no condition reads a time column,
+    `_reads_time`), and `_nest` where it is an outer join."""
     sub = join.this
-    if not (_inner_join(join) and isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select)):
+    if not (isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select)):
         return False
     inner = sub.this
     inner_from = from_clause(inner)
     if inner_from is None or not inner.args.get("joins") or window_call(inner_from.this) is not None:
         return False
-    if not all(_inner_join(j) for j in inner.args["joins"]) or any(v for k, v in inner.args.items() if k not in _INNER):
+    allowed = (lambda j: inner_join(j) or _outer_join(j)) if outer else inner_join
+    if not all(allowed(j) for j in inner.args["joins"]) or any(v for k, v in inner.args.items() if k not in _INNER):
         return False
-    if (set(_tables(select)) - {_name(sub)}) & set(_tables(inner)) or inner.find(exp.Version) is not None:
-        return False
-    return not _reads_time(select, join, inputs)
+    return not ((set(_tables(select)) - {_name(sub)}) & set(_tables(inner)) or inner.find(exp.Version) is not None)
 
 
 def _reads_time(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]) -> bool:
@@ -144,23 +152,75 @@ def _reads_time(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSp
 
 
 def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
-    """Put the tables of `join`'s subquery (`_flattens`) into `select` in its place: its columns, the
+    """Put the tables of `join`'s subquery (`_joined_subquery`) into `select` in its place: its columns, the
     join's condition and the subquery's WHERE become expressions over those tables, and each condition
     goes to the earliest of their joins that sees every table it reads."""
     sub = join.this
     inner = _qualified(sub.this, inputs)  # a copy: its tables and conditions move into `select` as they are
     joins = select.args["joins"]
     at = next(i for i, j in enumerate(joins) if j is join)
-    first = from_clause(select).this
-    beside = [first] + [j.this for j in joins if j is not join]
-    named = _Columns(inner, sub.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
-                     others={c for t in beside for c in _columns_of(t, inputs)})
+    named = _subquery_columns(select, join, inner, inputs, fail)
     select.set("expressions", _columns_over(select, sub, named))
     on, where = join.args.get("on"), inner.args.get("where")
     conditions = ([named.substituted(on.copy())] if on is not None else []) + ([where.this] if where is not None else [])
+    before = {_name(t) for item in [from_clause(select).this, *[j.this for j in joins[:at]]] for t in tables_in(item)}
+    flat = _inner_joins(inner, conditions, before)
+    rest = [named.substituted(j) for j in joins[:at] + joins[at + 1:]]
+    select.set("joins", rest[:at] + flat + rest[at:])
+    _substitute_where(select, named)
+
+
+def _nest(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
+    """Put the tables of `join`'s subquery (`_nests`), outer-joined, in its place as a
+    parenthesized join, `LEFT JOIN (b JOIN c ON ...) ON ...`: the query's columns and conditions become
+    expressions over those tables, and the subquery's WHERE (its joins then INNER or CROSS) goes into its
+    own joins' conditions (each on the earliest that sees every table it reads). A column of a side the join pads with NULLs must be
+    one of its tables' columns: a computed one would not be NULL on a padded row."""
+    sub = join.this
+    inner = _qualified(sub.this, inputs)
+    named = _subquery_columns(select, join, inner, inputs, fail)
+    side = join.args["side"].upper()
+    if side in ("LEFT", "FULL"):
+        for name, e in named.named.items():
+            if not isinstance(e.this if isinstance(e, exp.Alias) else e, (exp.Column, exp.Star)):
+                raise fail(f"column '{name}' of {sub.alias_or_name} is computed, but the {side} JOIN pads "
+                           f"{sub.alias_or_name} with NULLs where nothing matches, where a computed value need "
+                           "not be NULL: select the columns it reads and compute it in the outer query", e)
+    select.set("expressions", _columns_over(select, sub, named))
+    on = join.args.get("on")
+    if on is not None:
+        join.set("on", named.substituted(on))
+    where = inner.args.get("where")
+    if where is None:  # its joins as they are (outer ones too)
+        table, joined = from_clause(inner).this, inner.args["joins"]
+    else:
+        first, *joined = _inner_joins(inner, [where.this], set())
+        if first.args.get("on") is not None:  # conditions on the first table alone: the first join filters by them
+            joined[0].set("on", exp.and_(*filter(None, [joined[0].args.get("on"), first.args["on"]])))
+            joined[0].set("kind", None)
+        table = first.this
+    table.set("joins", joined)
+    join.set("this", exp.Subquery(this=table))
+    select.set("joins", [named.substituted(j) if j is not join else j for j in select.args["joins"]])
+    _substitute_where(select, named)
+
+
+def _subquery_columns(select: exp.Select, join: exp.Join, inner: exp.Select, inputs: Mapping[str, InputSpec],
+                      fail: Fail) -> "_Columns":
+    """The columns of `join`'s subquery (`inner`, qualified) for `select`, which reads it beside its other tables."""
+    beside = [t for item in [from_clause(select).this] + [j.this for j in select.args["joins"] if j is not join]
+              for t in tables_in(item)]
+    return _Columns(inner, join.this.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
+                    others={c for t in beside for c in _columns_of(t, inputs)})
+
+
+def _inner_joins(inner: exp.Select, conditions: list[exp.Expression], before: set[str]) -> list[exp.Join]:
+    """The tables of `inner`, a SELECT of INNER and CROSS joins, each as a join whose condition is its own ON
+    and those of `conditions` (AND-ed parts) that the tables up to it, after the tables `before`, can
+    evaluate first (one reading a column of no known table: the last). The first is a join too; its
+    condition reads that table and `before`'s alone."""
     items = [from_clause(inner).this, *[j.this for j in inner.args["joins"]]]
-    seen = {_name(t) for t in [first, *[j.this for j in joins[:at]]]}
-    steps = []
+    seen, steps = set(before), []
     for item in items:
         seen.add(_name(item))
         steps.append(set(seen))
@@ -171,13 +231,16 @@ def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]
             reads = {c.table.lower() for c in columns}
             known = all(c.table for c in columns)
             placed[next((i for i, s in enumerate(steps) if known and reads <= s), len(items) - 1)].append(part)
-    flat = []
+    out = []
     for i, item in enumerate(items):
         on = inner.args["joins"][i - 1].args.get("on") if i else None
         parts = ([on] if on is not None else []) + placed[i]
-        flat.append(exp.Join(this=item, on=exp.and_(*parts)) if parts else exp.Join(this=item, kind="CROSS"))
-    rest = [named.substituted(j) for j in joins[:at] + joins[at + 1:]]
-    select.set("joins", rest[:at] + flat + rest[at:])
+        out.append(exp.Join(this=item, on=exp.and_(*parts)) if parts else exp.Join(this=item, kind="CROSS"))
+    return out
+
+
+def _substitute_where(select: exp.Select, named: "_Columns") -> None:
+    """`select`'s WHERE over what the columns of a subquery it no longer reads are."""
     outer = select.args.get("where")
     if outer is not None:
         select.set("where", exp.Where(this=named.substituted(outer.this)))
@@ -214,10 +277,10 @@ def _in_from(select: exp.Select) -> bool:
 
 
 def _tables(select: exp.Select) -> dict[str, exp.Expression]:
-    """A SELECT's tables in FROM and its joins, by alias."""
+    """A SELECT's tables in FROM and its joins (those of a parenthesized join too), by alias."""
     from_ = from_clause(select)
     items = [from_.this] + [j.this for j in select.args.get("joins") or []]
-    return {_name(t): t for t in items}
+    return {_name(t): t for item in items for t in tables_in(item)}
 
 
 def _name(item: exp.Expression) -> str:

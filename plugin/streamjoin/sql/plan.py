@@ -334,6 +334,15 @@ def scans(node: Node) -> list[Scan]:
     return list(node.inputs)
 
 
+def subtree(node: Node) -> list[Node]:
+    """`node` and every node below it, children before parents."""
+    if isinstance(node, Join):
+        return subtree(node.left) + subtree(node.right) + [node]
+    if isinstance(node, MultiJoin):
+        return [*node.inputs, node]
+    return [node]
+
+
 def pads(node: Node) -> bool:
     """Whether a join may emit a row it retracts later though its inputs only insert: a regular join
     that preserves unmatched rows (padded until a match arrives) or, ASOF, changes its choice. A join
@@ -397,19 +406,7 @@ class JoinPlan:
 
     def nodes(self) -> list[Node]:
         """Every node, children before parents."""
-        out: list[Node] = []
-
-        def walk(node: Node) -> None:
-            if isinstance(node, Join):
-                walk(node.left)
-                walk(node.right)
-            elif isinstance(node, MultiJoin):
-                for scan in node.inputs:
-                    walk(scan)
-            out.append(node)
-
-        walk(self.root)
-        return out
+        return subtree(self.root)
 
     def unique_key(self, node: Node) -> tuple[str, ...]:
         """The declared unique key of a join's input `node`: a plain scan's input's; none for a

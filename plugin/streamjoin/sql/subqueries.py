@@ -5,7 +5,8 @@ the join's condition. `x NOT IN (S)` holds when no row s of S has `x = s OR x IS
 NULL` (SQL's rule for NULLs): correlated, that is the anti join's residual; uncorrelated and
 over one column, the join is null-aware (it tracks whether S is empty or holds a NULL).
 Subqueries nested in a subquery's WHERE become semi/anti joins of its input; they may
-correlate only with that input.
+correlate only with that input. A subquery may join its inputs by INNER or CROSS joins: the
+semi/anti join's right side is then their join, its own conditions placed on it as a query's are.
 
 >>> from streamjoin.spec import InputSpec
 >>> from streamjoin.sql.compiler import compile_sql
@@ -25,7 +26,8 @@ from sqlglot import exp
 from ..errors import CompileError
 from ..types import JoinType
 from .conditions import predicates
-from .from_items import from_clause
+from .from_items import from_clause, inner_join, parenthesized
+from .placement import place_predicates
 from .plan import Join, Node, Scan
 from .scope import Scope
 
@@ -37,7 +39,9 @@ class JoinBuilder(Protocol):
 
     def check_select(self, select: exp.Select, *, top: bool) -> None: ...
 
-    def bind(self, table: exp.Expression, scope: Scope) -> Scan: ...
+    def bind(self, table: exp.Expression, scope: Scope) -> Node: ...
+
+    def joined(self, node: Node, joins: list[exp.Join], scope: Scope) -> Node: ...
 
     def join_with(self, left: Node, right: Node, join_type: JoinType, parts: list[exp.Expression],
                   scope: Scope, where: exp.Expression, *, null_aware: bool = False) -> Join: ...
@@ -62,18 +66,24 @@ def add_subquery_join(builder: JoinBuilder, root: Node, c: exp.Expression, scope
     if not isinstance(sub, exp.Select):
         raise fail("only a plain SELECT is supported inside EXISTS / IN", inner)
     builder.check_select(sub, top=False)
-    if sub.args.get("joins"):
-        raise fail("a subquery with joins is not supported", sub)
+    joins = sub.args.get("joins") or []
+    outer = next((j for j in joins if not inner_join(j) or j.this.find(exp.Version)), None)
+    if outer is not None or parenthesized(from_clause(sub).this) is not None:
+        raise fail("a subquery in [NOT] IN or [NOT] EXISTS may join its inputs by INNER or CROSS joins only", outer or sub)
     sub_scope = Scope(parent=scope)
-    right: Node = builder.bind(from_clause(sub).this, sub_scope)
-    right_aliases = {right.alias.lower()}
+    right = builder.joined(builder.bind(from_clause(sub).this, sub_scope), joins, sub_scope)
+    right_aliases = {a.lower() for a in right.aliases}
     where_parts = predicates(sub.args["where"].this) if sub.args.get("where") else []
     nested = [x for x in where_parts if is_subquery_predicate(x)]
     plain = [x for x in where_parts if not is_subquery_predicate(x)]
     correlated = [x for x in plain if sub_scope.refs(x, fail) - right_aliases]
     local = [x for x in plain if not (sub_scope.refs(x, fail) - right_aliases)]
-    if local:
+    if isinstance(right, Scan):
         right = replace(right, filters=right.filters + tuple(sub_scope.render(x, fail) for x in local))
+    elif local:  # over its inner joins: each filters an input, or joins two
+        right, constant = place_predicates(right, local, sub_scope, fail)
+        if constant:
+            raise fail("a condition of a joined subquery in [NOT] IN or [NOT] EXISTS reads none of its inputs", constant[0])
     for x in nested:  # correlated with this subquery's input only: its scope does not see further out
         right = add_subquery_join(builder, right, x, Scope(bindings=sub_scope.bindings, out_of_reach=scope))
     null_aware = False
