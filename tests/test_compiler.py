@@ -189,8 +189,8 @@ def test_interval_join_is_recognised():
     ("SELECT o.id FROM (SELECT id, id FROM orders) o JOIN prices p ON o.id = p.id", ["same name"]),
     ("WITH x (i) AS (SELECT id FROM orders) SELECT x.i FROM x JOIN prices p ON x.i = p.id", ["column list", "'x'"]),
     ("WITH RECURSIVE x AS (SELECT id FROM orders) SELECT x.id FROM x JOIN prices p ON x.id = p.id", ["WITH RECURSIVE"]),
-    ("WITH x AS (SELECT o.id FROM orders o JOIN ships s ON o.id = s.order_id) SELECT x.id FROM x RIGHT JOIN prices p "
-     "ON x.id = p.id", ["subquery in FROM must select from one input", "line 1, column 19"]),
+    ("WITH x AS (SELECT o.id FROM orders o LEFT JOIN ships s ON o.id = s.order_id WHERE o.cust > 1) SELECT x.id FROM x "
+     "RIGHT JOIN prices p ON x.id = p.id", ["subquery in FROM must select from one input", "line 1, column 19"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p) OR o.amount > 1", ["subquery"]),
     ("SELECT o.id FROM orders o WHERE o.id IN (SELECT p.id FROM prices p WHERE p.price IN "
      "(SELECT s.order_id FROM ships s WHERE s.order_id = o.cust))", ["'o.cust' belongs to a query two or more levels out"]),
@@ -288,7 +288,7 @@ def test_a_subquery_that_inner_joins_is_flattened_where_it_is_inner_joined_later
           "JOIN (SELECT x.price FROM prices x JOIN ships t ON x.id = t.order_id) b ON o.amount = b.price", "aliases of its own")
     # on a time column, the flat form could join orders and ships by an interval join, with its own timing
     fails("SELECT o.id FROM orders o JOIN (SELECT p.id, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id) j "
-          "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition reads a time column")
+          "ON o.id = j.id AND j.ship_ts BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR", "no condition that reads a time column")
 
 
 def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in_from():
@@ -323,6 +323,14 @@ def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in
                "ON o.id = p.id")
     fails("WITH j AS (SELECT p.id, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id WHERE p.price > 1) "
           "SELECT o.id, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id", "(or, without a WHERE, outer joins too)")
+    # first in FROM before a RIGHT or FULL join (which would pad its rows before its WHERE): nested the same way
+    for outer in ("RIGHT", "FULL"):
+        planned_as(f"WITH j AS (SELECT p.id, p.price, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id "
+                   f"WHERE p.price > 1) SELECT j.id, j.price, o.cust FROM j {outer} JOIN orders o ON o.id = j.id",
+                   f"SELECT p.id, p.price, o.cust FROM (prices p JOIN ships s ON p.id = s.order_id AND p.price > 1) "
+                   f"{outer} JOIN orders o ON o.id = p.id")
+    fails("WITH j AS (SELECT p.id, p.price * 2 AS p2 FROM prices p JOIN ships s ON p.id = s.order_id) "
+          "SELECT j.id, j.p2, o.cust FROM j RIGHT JOIN orders o ON o.id = j.id", "column 'p2' of j is computed, but the RIGHT JOIN pads j")
     # the side a LEFT or FULL join pads must not compute a column: it would not be NULL on a padded row
     for outer in ("LEFT", "FULL"):
         fails(f"SELECT o.id, j.n FROM orders o {outer} JOIN (SELECT p.id, COALESCE(p.price, 0) AS n FROM prices p "
@@ -433,7 +441,8 @@ def test_what_a_merged_subquery_cannot_name_fails_naming_the_column_and_the_fix(
           "column 'nope', which it does not select")
     fails("WITH j AS (SELECT o.*, p.price FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j WHERE o.cust > 1",
           "'o.cust' names a table the query does not read (its FROM reads j)")
-    fails("WITH j AS (SELECT o.id FROM orders o JOIN prices p ON o.id = p.id) SELECT j.id FROM j FULL JOIN ships s ON j.id = s.order_id",
+    fails("WITH j AS (SELECT o.id FROM orders o LEFT JOIN prices p ON o.id = p.id WHERE p.price > 1) SELECT j.id FROM j "
+          "FULL JOIN ships s ON j.id = s.order_id",
           "a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, CROSS or semi/anti joins")
     fails("WITH j AS (SELECT o.id AS order_id FROM orders o JOIN prices p ON o.id = p.id) SELECT s.ship_ts FROM j JOIN ships s "
           "ON order_id = s.order_id", "column 'order_id' is a column of the subquery or common table expression j and of a "

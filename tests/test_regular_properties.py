@@ -77,6 +77,12 @@ SUBQUERY_FORMS = {
     "a subquery with a full join, right-joined": "SELECT l.k AS lk, j.n FROM l RIGHT JOIN (SELECT r1.k AS rk, "
                                                  "COALESCE(r2.w, -1) AS n FROM r r1 FULL JOIN r r2 ON r1.w = r2.k) j "
                                                  "ON l.v = j.rk",
+    "a joined CTE first, full-joined": "WITH j AS (SELECT r1.k, r1.w, l2.v AS lv FROM r r1 JOIN l l2 ON r1.w = l2.k "
+                                       "WHERE r1.k IS NOT NULL) SELECT j.k, j.w, j.lv, l.k AS lk, l.v FROM j FULL JOIN l "
+                                       "ON j.k = l.k",
+    "a joined subquery first, right-joined": "SELECT j.k, j.w, l.k AS lk, r3.w AS w3 FROM (SELECT r1.k, r1.w FROM r r1 "
+                                             "LEFT JOIN r r2 ON r1.w = r2.k) j RIGHT JOIN l ON j.k = l.v JOIN r r3 "
+                                             "ON l.k = r3.k",
     "in over a joined subquery": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r1.w FROM r r1 JOIN l l2 ON r1.k = l2.k "
                                  "WHERE l2.v > 0)",
     "correlated not exists over a joined subquery": "SELECT l.k, l.v FROM l WHERE NOT EXISTS (SELECT 1 FROM r r1, r r2 "

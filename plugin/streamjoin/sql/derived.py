@@ -50,10 +50,10 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     from_ = from_clause(sub) if isinstance(sub, exp.Select) else None
     if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
         raise fail("a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, "
-                   "CROSS or semi/anti joins after it, or be joined later in FROM with aliases of its own: INNER or CROSS "
-                   "joined when its joins are INNER or CROSS and no condition reads a time column; LEFT, RIGHT or FULL "
-                   "joined when an input comes first in its FROM and its joins are INNER or CROSS (or, without a WHERE, "
-                   "outer joins too): write its joins in the outer query", table)
+                   "CROSS or semi/anti joins after it; else (joined later in FROM, or first before a RIGHT or FULL join) "
+                   "it needs aliases of its own, an input first in its FROM and only INNER or CROSS joins (or, without a "
+                   "WHERE, outer joins too), and where it is INNER or CROSS joined, no condition that reads a time "
+                   "column: write its joins in the outer query", table)
     if not table.alias:
         raise fail("a subquery in FROM needs an alias", table)
     binder.check_select(sub, top=True)

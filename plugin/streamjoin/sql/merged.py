@@ -9,8 +9,8 @@ subquery that joins, and every derived table over another derived table (a chain
 each compute columns of the one before becomes one derived table). A subquery that joins by INNER
 or CROSS joins only and is INNER- or CROSS-joined later in FROM is flattened into the query: its
 tables join where it did, each condition on the earliest of its joins that sees the tables the
-condition reads (inner joins and filters commute). Outer-joined (LEFT, RIGHT or FULL) instead, it is
-nested: a parenthesized join of its tables takes its place, `a LEFT JOIN (b JOIN c ON ...) ON ...`, its
+condition reads (inner joins and filters commute). Outer-joined (LEFT, RIGHT or FULL) instead, or first
+in FROM before a RIGHT or FULL join, it is nested: a parenthesized join of its tables takes its place, `a LEFT JOIN (b JOIN c ON ...) ON ...`, its
 WHERE on its own joins, and the outer join joins their rows. A query over a subquery of one input stays as it
 is (`derived` binds it), and so does any other subquery joined to another table (`derived` names
 what it refuses). A merged subquery's unqualified columns are qualified with their table first, so
@@ -48,8 +48,12 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
         for join in list(select.args.get("joins") or []):  # each on the query as flattening the ones before left it
             if inner_join(join) and _joined_subquery(select, join) and not _reads_time(select, join, inputs):
                 _flatten(select, join, inputs, fail)
-            elif _nests(select, join):
-                _nest(select, join, inputs, fail)
+            elif _outer_join(join) and _nests(select, join):
+                _nest(select, join, inputs, fail, padded_by=join.args["side"].upper() in ("LEFT", "FULL") and join)
+        from_ = from_clause(select)
+        padding = next((j for j in select.args.get("joins") or [] if _pads_left(j)), None)
+        if padding is not None and _nests(select, from_):  # before a RIGHT or FULL join, which pads its rows
+            _nest(select, from_, inputs, fail, padded_by=padding)
         into = _mergeable(select)
         if into is not None:
             try:
@@ -101,23 +105,29 @@ def _outer_join(join: exp.Join) -> bool:
         and not join.args.get("using")
 
 
-def _nests(select: exp.Select, join: exp.Join) -> bool:
-    """Whether `_nest` may put `join`'s subquery in its place: an outer join of a joined subquery
+def _pads_left(join: exp.Join) -> bool:
+    """Whether a join pads the rows before it with NULLs (RIGHT or FULL [OUTER])."""
+    found = side_and_kind(join)
+    return found is not None and found[0] in ("RIGHT", "FULL")
+
+
+def _nests(select: exp.Select, holder: exp.Join | exp.From) -> bool:
+    """Whether `_nest` may put the subquery `holder` reads in its place: a joined subquery
     (`_joined_subquery`) whose FROM is an input (it leads the parenthesized join); its joins may be
     outer joins too where it has no WHERE (which no join condition could then hold)."""
-    if not (_outer_join(join) and _joined_subquery(select, join, outer=True)):
+    if not _joined_subquery(select, holder, outer=True):
         return False
-    inner = join.this.this
+    inner = holder.this.this
     regular = all(inner_join(j) for j in inner.args["joins"]) or not inner.args.get("where")
     return regular and isinstance(from_clause(inner).this, exp.Table)
 
 
-def _joined_subquery(select: exp.Select, join: exp.Join, *, outer: bool = False) -> bool:
-    """Whether `join` joins a subquery that joins by INNER or CROSS joins alone (with `outer`, also by
-    LEFT, RIGHT and FULL joins; never temporal ones), with aliases of its own: then `_flatten` may put its
-    tables in its place where `join` is INNER or CROSS (and no condition reads a time column,
-    `_reads_time`), and `_nest` where it is an outer join."""
-    sub = join.this
+def _joined_subquery(select: exp.Select, holder: exp.Join | exp.From, *, outer: bool = False) -> bool:
+    """Whether `holder` (a join, or FROM) reads a subquery that joins by INNER or CROSS joins alone (with
+    `outer`, also by LEFT, RIGHT and FULL joins; never temporal ones), with aliases of its own: then
+    `_flatten` may put its tables in its place where `holder` is an INNER or CROSS join (and no condition
+    reads a time column, `_reads_time`), and `_nest` where it is an outer join or FROM before one."""
+    sub = holder.this
     if not (isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select)):
         return False
     inner = sub.this
@@ -170,26 +180,28 @@ def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]
     _substitute_where(select, named)
 
 
-def _nest(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec], fail: Fail) -> None:
-    """Put the tables of `join`'s subquery (`_nests`), outer-joined, in its place as a
-    parenthesized join, `LEFT JOIN (b JOIN c ON ...) ON ...`: the query's columns and conditions become
-    expressions over those tables, and the subquery's WHERE (its joins then INNER or CROSS) goes into its
-    own joins' conditions (each on the earliest that sees every table it reads). A column of a side the join pads with NULLs must be
-    one of its tables' columns: a computed one would not be NULL on a padded row."""
-    sub = join.this
+def _nest(select: exp.Select, holder: exp.Join | exp.From, inputs: Mapping[str, InputSpec], fail: Fail, *,
+          padded_by: exp.Join | bool) -> None:
+    """Put the tables of the subquery `holder` reads (`_nests`; an outer join, or FROM before one) in its
+    place as a parenthesized join, `LEFT JOIN (b JOIN c ON ...) ON ...`: the query's columns and
+    conditions become expressions over those tables, and the subquery's WHERE (its joins then INNER or
+    CROSS) goes into its own joins' conditions (each on the earliest that sees every table it reads).
+    Where a join pads it with NULLs (`padded_by`), its columns must be its tables' columns: a computed
+    one would not be NULL on a padded row."""
+    sub = holder.this
     inner = _qualified(sub.this, inputs)
-    named = _subquery_columns(select, join, inner, inputs, fail)
-    side = join.args["side"].upper()
-    if side in ("LEFT", "FULL"):
+    named = _subquery_columns(select, holder, inner, inputs, fail)
+    if padded_by:
+        side = padded_by.args["side"].upper()
         for name, e in named.named.items():
             if not isinstance(e.this if isinstance(e, exp.Alias) else e, (exp.Column, exp.Star)):
                 raise fail(f"column '{name}' of {sub.alias_or_name} is computed, but the {side} JOIN pads "
                            f"{sub.alias_or_name} with NULLs where nothing matches, where a computed value need "
                            "not be NULL: select the columns it reads and compute it in the outer query", e)
     select.set("expressions", _columns_over(select, sub, named))
-    on = join.args.get("on")
+    on = holder.args.get("on")
     if on is not None:
-        join.set("on", named.substituted(on))
+        holder.set("on", named.substituted(on))
     where = inner.args.get("where")
     if where is None:  # its joins as they are (outer ones too)
         table, joined = from_clause(inner).this, inner.args["joins"]
@@ -200,17 +212,18 @@ def _nest(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec], f
             joined[0].set("kind", None)
         table = first.this
     table.set("joins", joined)
-    join.set("this", exp.Subquery(this=table))
-    select.set("joins", [named.substituted(j) if j is not join else j for j in select.args["joins"]])
+    holder.set("this", exp.Subquery(this=table))
+    select.set("joins", [named.substituted(j) if j is not holder else j for j in select.args["joins"]])
     _substitute_where(select, named)
 
 
-def _subquery_columns(select: exp.Select, join: exp.Join, inner: exp.Select, inputs: Mapping[str, InputSpec],
-                      fail: Fail) -> "_Columns":
-    """The columns of `join`'s subquery (`inner`, qualified) for `select`, which reads it beside its other tables."""
-    beside = [t for item in [from_clause(select).this] + [j.this for j in select.args["joins"] if j is not join]
-              for t in tables_in(item)]
-    return _Columns(inner, join.this.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
+def _subquery_columns(select: exp.Select, holder: exp.Join | exp.From, inner: exp.Select,
+                      inputs: Mapping[str, InputSpec], fail: Fail) -> "_Columns":
+    """The columns of the subquery `holder` reads (`inner`, qualified) for `select`, which reads it beside
+    its other tables."""
+    items = [from_clause(select).this] + [j.this for j in select.args["joins"]]
+    beside = [t for item in items if item is not holder.this for t in tables_in(item)]
+    return _Columns(inner, holder.this.alias_or_name, inputs, fail, beside={_name(t) for t in beside},
                     others={c for t in beside for c in _columns_of(t, inputs)})
 
 
