@@ -323,6 +323,12 @@ def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in
                "ON o.id = p.id")
     fails("WITH j AS (SELECT p.id, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id WHERE p.price > 1) "
           "SELECT o.id, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id", "(or, without a WHERE, outer joins too)")
+    # semi and anti joins read it as a nested join too (they pad nothing: it may compute columns)
+    for kind in ("SEMI", "ANTI"):
+        planned_as(f"SELECT o.id FROM orders o LEFT {kind} JOIN (SELECT p.id, p.price * 2 AS p2 FROM prices p JOIN ships s "
+                   f"ON p.id = s.order_id WHERE p.price > 1) j ON o.id = j.id AND j.p2 > o.amount",
+                   f"SELECT o.id FROM orders o LEFT {kind} JOIN (prices p JOIN ships s ON p.id = s.order_id AND p.price > 1) "
+                   f"ON o.id = p.id AND (p.price * 2) > o.amount")
     # first in FROM before a RIGHT or FULL join (which would pad its rows before its WHERE): nested the same way
     for outer in ("RIGHT", "FULL"):
         planned_as(f"WITH j AS (SELECT p.id, p.price, s.ship_ts FROM prices p JOIN ships s ON p.id = s.order_id "

@@ -83,6 +83,10 @@ SUBQUERY_FORMS = {
     "a joined subquery first, right-joined": "SELECT j.k, j.w, l.k AS lk, r3.w AS w3 FROM (SELECT r1.k, r1.w FROM r r1 "
                                              "LEFT JOIN r r2 ON r1.w = r2.k) j RIGHT JOIN l ON j.k = l.v JOIN r r3 "
                                              "ON l.k = r3.k",
+    "a joined subquery semi- and anti-joined": "SELECT l.k, l.v FROM l LEFT SEMI JOIN (SELECT r1.k, r1.w + r2.w AS ww "
+                                               "FROM r r1 JOIN r r2 ON r1.w = r2.k) j ON l.k = j.k AND j.ww > l.v "
+                                               "LEFT ANTI JOIN (SELECT r3.w FROM r r3 JOIN l l3 ON r3.k = l3.v "
+                                               "WHERE l3.k = 2) x ON l.v = x.w",
     "in over a joined subquery": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r1.w FROM r r1 JOIN l l2 ON r1.k = l2.k "
                                  "WHERE l2.v > 0)",
     "correlated not exists over a joined subquery": "SELECT l.k, l.v FROM l WHERE NOT EXISTS (SELECT 1 FROM r r1, r r2 "

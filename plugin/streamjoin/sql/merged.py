@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import from_clause, inner_join, item_columns, item_name, side_and_kind, starred_items, tables_in
+from .from_items import emits_pairs, from_clause, inner_join, item_columns, item_name, side_and_kind, starred_items, tables_in
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -48,8 +48,9 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
         for join in list(select.args.get("joins") or []):  # each on the query as flattening the ones before left it
             if inner_join(join) and _joined_subquery(select, join) and not _reads_time(select, join, inputs):
                 _flatten(select, join, inputs, fail)
-            elif _outer_join(join) and _nests(select, join):
-                _nest(select, join, inputs, fail, padded_by=join.args["side"].upper() in ("LEFT", "FULL") and join)
+            elif _reads_nested(join) and _nests(select, join):
+                padded = join.args["side"].upper() in ("LEFT", "FULL") and emits_pairs(join)
+                _nest(select, join, inputs, fail, padded_by=padded and join)
         from_ = from_clause(select)
         padding = next((j for j in select.args.get("joins") or [] if _pads_left(j)), None)
         if padding is not None and _nests(select, from_):  # before a RIGHT or FULL join, which pads its rows
@@ -98,10 +99,11 @@ def _follows(join: exp.Join) -> bool:
     return found is not None and found[0] in ("", "LEFT") and found[1] in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI")
 
 
-def _outer_join(join: exp.Join) -> bool:
-    """Whether a join is LEFT, RIGHT or FULL [OUTER] (not semi/anti, ASOF or of a window table function)."""
+def _reads_nested(join: exp.Join) -> bool:
+    """Whether a join reads a joined subquery as a nested join (`_nest`): LEFT, RIGHT or FULL [OUTER], or
+    LEFT SEMI/ANTI (not ASOF or of a window table function; INNER and CROSS joins flatten it)."""
     found = side_and_kind(join)
-    return found is not None and found[0] in ("LEFT", "RIGHT", "FULL") and found[1] in ("", "OUTER") \
+    return found is not None and found[0] in ("LEFT", "RIGHT", "FULL") and found[1] in ("", "OUTER", "SEMI", "ANTI") \
         and not join.args.get("using")
 
 
@@ -126,7 +128,8 @@ def _joined_subquery(select: exp.Select, holder: exp.Join | exp.From, *, outer: 
     """Whether `holder` (a join, or FROM) reads a subquery that joins by INNER or CROSS joins alone (with
     `outer`, also by LEFT, RIGHT and FULL joins; never temporal ones), with aliases of its own: then
     `_flatten` may put its tables in its place where `holder` is an INNER or CROSS join (and no condition
-    reads a time column, `_reads_time`), and `_nest` where it is an outer join or FROM before one."""
+    reads a time column, `_reads_time`), and `_nest` where it is an outer, semi or anti join, or FROM before
+    a RIGHT or FULL join."""
     sub = holder.this
     if not (isinstance(sub, exp.Subquery) and isinstance(sub.this, exp.Select)):
         return False
@@ -134,7 +137,7 @@ def _joined_subquery(select: exp.Select, holder: exp.Join | exp.From, *, outer: 
     inner_from = from_clause(inner)
     if inner_from is None or not inner.args.get("joins") or window_call(inner_from.this) is not None:
         return False
-    allowed = (lambda j: inner_join(j) or _outer_join(j)) if outer else inner_join
+    allowed = (lambda j: inner_join(j) or (_reads_nested(j) and emits_pairs(j))) if outer else inner_join
     if not all(allowed(j) for j in inner.args["joins"]) or any(v for k, v in inner.args.items() if k not in _INNER):
         return False
     return not ((set(_tables(select)) - {_name(sub)}) & set(_tables(inner)) or inner.find(exp.Version) is not None)
