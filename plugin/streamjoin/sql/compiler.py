@@ -4,8 +4,8 @@ The supported subset is one SELECT over named inputs joined by INNER/LEFT/RIGHT/
 equi-joins (with residual predicates), LEFT SEMI/ANTI joins and the EXISTS / NOT EXISTS /
 IN / NOT IN subqueries that reduce to them (`subqueries`), derived tables over one input
 (`derived`), and parenthesized joins, `a LEFT JOIN (b JOIN c ON ...) ON ...`, whose join is the
-right side of the join that reads it (`bind_nested`; `merged` makes joined subqueries so). Names resolve in scopes (`scope`); WHERE conditions are placed by `placement`.
-Everything else fails here, naming the construct and its line and column (`positions`).
+right side of the join that reads it (`bind_nested`; `merged` makes joined subqueries so). Names
+resolve in scopes (`scope`); WHERE conditions are placed by `placement`. Everything else fails here, naming the construct and its line and column (`positions`).
 
 >>> from streamjoin.spec import InputSpec, ModelConfig
 >>> a = InputSpec.from_dict("a", {"columns": [["id", "int"], ["v", "int"]]})

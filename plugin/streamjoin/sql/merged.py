@@ -9,12 +9,13 @@ subquery that joins, and every derived table over another derived table (a chain
 each compute columns of the one before becomes one derived table). A subquery that joins by INNER
 or CROSS joins only and is INNER- or CROSS-joined later in FROM is flattened into the query: its
 tables join where it did, each condition on the earliest of its joins that sees the tables the
-condition reads (inner joins and filters commute). Outer-joined (LEFT, RIGHT or FULL) instead, or first
-in FROM before a RIGHT or FULL join, it is nested: a parenthesized join of its tables takes its place, `a LEFT JOIN (b JOIN c ON ...) ON ...`, its
-WHERE on its own joins, and the outer join joins their rows. A query over a subquery of one input stays as it
-is (`derived` binds it), and so does any other subquery joined to another table (`derived` names
-what it refuses). A merged subquery's unqualified columns are qualified with their table first, so
-that the tables joined beside it do not make them ambiguous.
+condition reads (inner joins and filters commute). Outer, semi or anti joined instead, or first in FROM
+before a RIGHT or FULL join, it is nested: a parenthesized join of its tables takes its place,
+`a LEFT JOIN (b JOIN c ON ...) ON ...`, its WHERE on its own joins, and the outer join joins their rows.
+A query over a subquery of one input stays as it is (`derived` binds it), and so does any other
+subquery joined to another table (`derived` names what it refuses). A merged subquery's unqualified
+columns are qualified with their table first, so that the tables joined beside it do not make them
+ambiguous.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from sqlglot import exp
 
 from ..errors import CompileError
 from ..spec import InputSpec
-from .from_items import emits_pairs, from_clause, inner_join, item_columns, item_name, side_and_kind, starred_items, tables_in
+from .from_items import (emits_pairs, from_clause, inner_join, item_columns, item_name, side_and_kind, starred_items,
+                         tables_in)
 from .windows import window_call
 
 Fail = Callable[[str, exp.Expression], CompileError]
@@ -50,7 +52,7 @@ def merged(tree: exp.Expression, inputs: Mapping[str, InputSpec], fail: Fail) ->
                 _flatten(select, join, inputs, fail)
             elif _reads_nested(join) and _nests(select, join):
                 padded = join.args["side"].upper() in ("LEFT", "FULL") and emits_pairs(join)
-                _nest(select, join, inputs, fail, padded_by=padded and join)
+                _nest(select, join, inputs, fail, padded_by=join if padded else None)
         from_ = from_clause(select)
         padding = next((j for j in select.args.get("joins") or [] if _pads_left(j)), None)
         if padding is not None and _nests(select, from_):  # before a RIGHT or FULL join, which pads its rows
@@ -184,7 +186,7 @@ def _flatten(select: exp.Select, join: exp.Join, inputs: Mapping[str, InputSpec]
 
 
 def _nest(select: exp.Select, holder: exp.Join | exp.From, inputs: Mapping[str, InputSpec], fail: Fail, *,
-          padded_by: exp.Join | bool) -> None:
+          padded_by: exp.Join | None) -> None:
     """Put the tables of the subquery `holder` reads (`_nests`; an outer join, or FROM before one) in its
     place as a parenthesized join, `LEFT JOIN (b JOIN c ON ...) ON ...`: the query's columns and
     conditions become expressions over those tables, and the subquery's WHERE (its joins then INNER or
@@ -194,7 +196,7 @@ def _nest(select: exp.Select, holder: exp.Join | exp.From, inputs: Mapping[str, 
     sub = holder.this
     inner = _qualified(sub.this, inputs)
     named = _subquery_columns(select, holder, inner, inputs, fail)
-    if padded_by:
+    if padded_by is not None:
         side = padded_by.args["side"].upper()
         for name, e in named.named.items():
             if not isinstance(e.this if isinstance(e, exp.Alias) else e, (exp.Column, exp.Star)):

@@ -69,7 +69,8 @@ def add_subquery_join(builder: JoinBuilder, root: Node, c: exp.Expression, scope
     joins = sub.args.get("joins") or []
     outer = next((j for j in joins if not inner_join(j) or j.this.find(exp.Version)), None)
     if outer is not None or parenthesized(from_clause(sub).this) is not None:
-        raise fail("a subquery in [NOT] IN or [NOT] EXISTS may join its inputs by INNER or CROSS joins only", outer or sub)
+        raise fail("a subquery in [NOT] IN or [NOT] EXISTS may join its inputs by INNER or CROSS joins only",
+                   outer or sub)
     sub_scope = Scope(parent=scope)
     right = builder.joined(builder.bind(from_clause(sub).this, sub_scope), joins, sub_scope)
     right_aliases = {a.lower() for a in right.aliases}
