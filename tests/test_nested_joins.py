@@ -9,16 +9,13 @@ boundaries against batch; `test_compiler` the plans and what stays refused.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from flink_cases import assert_flink_ends_where_cases_end
 from scenario import cases_pass, input_specs
 from streamjoin.sql.compiler import compile_sql
 from streamjoin.sql.plan import Join, subtree
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "flink_oracle"))
-from client import run_reports  # noqa: E402
-from compare import expected_final_result, same_result  # noqa: E402
 
 CASES = sorted((Path(__file__).parent / "cases").glob("nested-*.json"))
 
@@ -36,9 +33,4 @@ def test_the_cases_pass(spark):
 
 
 def test_flink_ends_where_every_case_ends():
-    cases = [json.loads(p.read_text()) for p in CASES]
-    reports, stderr = run_reports(cases)
-    for case, report in zip(cases, reports):
-        assert report["ok"], f"{case['name']}: Flink failed: {report['error']}\n{stderr[-3000:]}"
-        same, why = same_result(expected_final_result(case), report["result"], report["columns"])
-        assert same, f"{case['name']}: Flink's final result differs from the case's: {why}"
+    assert_flink_ends_where_cases_end(CASES)

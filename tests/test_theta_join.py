@@ -9,14 +9,13 @@ each case ends. A property test checks random changelogs at random run boundarie
 from __future__ import annotations
 
 import doctest
-import json
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flink_cases import assert_flink_ends_where_cases_end
 from scenario import cases_pass, compile_error, input_specs
 from streamjoin.explain import describe
 from streamjoin.sql import conditions
@@ -24,9 +23,6 @@ from streamjoin.sql.compiler import compile_sql
 from streamjoin.sql.plan import SINGLE_GROUP_KEY
 from test_regular_properties import COMPACTION, check_against_batch, changelog_runs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "flink_oracle"))
-from client import run_reports  # noqa: E402
-from compare import expected_final_result, same_result  # noqa: E402
 
 CASES = sorted((Path(__file__).parent / "cases").glob("theta-*.json"))
 THETA = ["l.v > r.w", "(l.k = 1 AND r.w = 2) OR (l.v = 2 AND r.k = 3)", "l.k = r.k OR l.v = r.w", "l.v + r.w < 4"]
@@ -48,12 +44,7 @@ def test_the_cases_pass(spark):
 
 
 def test_flink_ends_where_every_case_ends():
-    cases = [json.loads(p.read_text()) for p in CASES]
-    reports, stderr = run_reports(cases)
-    for case, report in zip(cases, reports):
-        assert report["ok"], f"{case['name']}: Flink failed: {report['error']}\n{stderr[-3000:]}"
-        same, why = same_result(expected_final_result(case), report["result"], report["columns"])
-        assert same, f"{case['name']}: Flink's final result differs from the case's: {why}"
+    assert_flink_ends_where_cases_end(CASES)
 
 
 @pytest.mark.parametrize("join", sorted(JOINS))
