@@ -87,6 +87,10 @@ SUBQUERY_FORMS = {
                                                "FROM r r1 JOIN r r2 ON r1.w = r2.k) j ON l.k = j.k AND j.ww > l.v "
                                                "LEFT ANTI JOIN (SELECT r3.w FROM r r3 JOIN l l3 ON r3.k = l3.v "
                                                "WHERE l3.k = 2) x ON l.v = x.w",
+    "two joined subqueries left-joined, one without an equality": "SELECT l.k, j.w, x.w2 FROM l LEFT JOIN (SELECT r1.k, r1.w "
+                                                                  "FROM r r1 JOIN l l2 ON r1.w < l2.v) j ON l.k = j.k LEFT JOIN "
+                                                                  "(SELECT r3.k AS k3, r4.w AS w2 FROM r r3 JOIN r r4 "
+                                                                  "ON r3.w = r4.k) x ON x.k3 = j.w",
     "in over a joined subquery": "SELECT l.k, l.v FROM l WHERE l.v IN (SELECT r1.w FROM r r1 JOIN l l2 ON r1.k = l2.k "
                                  "WHERE l2.v > 0)",
     "correlated not exists over a joined subquery": "SELECT l.k, l.v FROM l WHERE NOT EXISTS (SELECT 1 FROM r r1, r r2 "
