@@ -353,6 +353,8 @@ def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in
           "BETWEEN o.ts AND o.ts + INTERVAL 1 HOUR) j ON p.id = j.id", "interval join j1 of o, s is time-based")
     fails("SELECT p.id FROM prices p LEFT JOIN (orders o JOIN ships FOR SYSTEM_TIME AS OF o.ts AS s ON o.id = s.order_id) "
           "ON p.id = o.id", "a parenthesized join may hold regular joins of inputs only")
+    fails("SELECT o.id FROM orders o LEFT JOIN (prices p JOIN prices p2 USING (id)) ON o.id = p.id",
+          "USING inside a parenthesized join is not supported: write its condition after ON")
 
 
 

@@ -197,6 +197,8 @@ class _Compiler:
             if join.args.get("method") or join.this.find(exp.Version) or window_call(join.this) is not None:
                 raise self.fail("a parenthesized join may hold regular joins of inputs only (no temporal, ASOF or "
                                 "window join): write those in the outer FROM", join)
+            if join.args.get("using"):
+                raise self.fail("USING inside a parenthesized join is not supported: write its condition after ON", join)
         return self.joined(self.bind(first, scope), first.args["joins"], scope)
 
     def check_nested(self, node: Node) -> None:
