@@ -181,7 +181,7 @@ def test_interval_join_is_recognised():
     ("SELECT id FROM orders o JOIN prices p ON o.id = p.id", ["ambiguous"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) NOT IN (SELECT id, price FROM prices)", ["several columns"]),
     ("SELECT o.id FROM orders o WHERE (o.id, o.cust) IN (SELECT id FROM prices)", ["compares 2 column(s)"]),
-    ("SELECT p.id FROM prices p LEFT JOIN (SELECT o2.id FROM orders o2 LEFT JOIN ships s ON o2.id = s.order_id "
+    ("SELECT p.id FROM prices p FULL JOIN (SELECT o2.id FROM orders o2 LEFT JOIN ships s ON o2.id = s.order_id "
      "WHERE o2.amount > 1) o ON o.id = p.id",
      ["subquery in FROM must select from one input, or join first in FROM"]),
     ("SELECT o.id FROM (SELECT id, count(*) AS n FROM orders GROUP BY id) o JOIN prices p ON o.id = p.id", ["GROUP BY"]),
@@ -321,8 +321,14 @@ def test_a_subquery_that_inner_joins_is_nested_where_it_is_outer_joined_later_in
                "SELECT o.id, j.price, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id",
                "SELECT o.id, p.price, s.ship_ts FROM orders o LEFT JOIN (prices p LEFT JOIN ships s ON p.id = s.order_id) "
                "ON o.id = p.id")
+    # with a WHERE too, where the join that reads it is LEFT (or semi/anti): its ON filters the subquery's rows alike
+    planned_as("WITH j AS (SELECT p.id, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id WHERE p.price > 1 "
+               "OR s.ship_ts IS NULL) SELECT o.id, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id",
+               "SELECT o.id, s.ship_ts FROM orders o LEFT JOIN (prices p LEFT JOIN ships s ON p.id = s.order_id) "
+               "ON o.id = p.id AND (p.price > 1 OR s.ship_ts IS NULL)")
     fails("WITH j AS (SELECT p.id, s.ship_ts FROM prices p LEFT JOIN ships s ON p.id = s.order_id WHERE p.price > 1) "
-          "SELECT o.id, j.ship_ts FROM orders o LEFT JOIN j ON o.id = j.id", "(or, without a WHERE, outer joins too)")
+          "SELECT o.id, j.ship_ts FROM orders o RIGHT JOIN j ON o.id = j.id",
+          "(or outer joins too, without a WHERE unless it is LEFT, semi or anti joined)")
     # semi and anti joins read it as a nested join too (they pad nothing: it may compute columns)
     for kind in ("SEMI", "ANTI"):
         planned_as(f"SELECT o.id FROM orders o LEFT {kind} JOIN (SELECT p.id, p.price * 2 AS p2 FROM prices p JOIN ships s "

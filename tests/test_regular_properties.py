@@ -74,6 +74,9 @@ SUBQUERY_FORMS = {
     "a CTE with a left join, left-joined": "WITH j AS (SELECT r1.k, r1.w, l2.v AS lv FROM r r1 LEFT JOIN l l2 ON r1.w = l2.k) "
                                            "SELECT l.k, l.v, j.w, j.lv FROM l LEFT JOIN j ON l.k = j.k "
                                            "WHERE j.lv IS NULL OR j.lv <> l.v",
+    "a CTE with a left join and a WHERE, left-joined": "WITH j AS (SELECT r1.k, r1.w, l2.v AS lv FROM r r1 LEFT JOIN l l2 "
+                                                       "ON r1.w = l2.k WHERE l2.v IS NULL OR l2.v > r1.k) "
+                                                       "SELECT l.k, l.v, j.w, j.lv FROM l LEFT JOIN j ON l.k = j.k",
     "a subquery with a full join, right-joined": "SELECT l.k AS lk, j.n FROM l RIGHT JOIN (SELECT r1.k AS rk, "
                                                  "COALESCE(r2.w, -1) AS n FROM r r1 FULL JOIN r r2 ON r1.w = r2.k) j "
                                                  "ON l.v = j.rk",

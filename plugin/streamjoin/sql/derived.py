@@ -51,8 +51,8 @@ def bind_derived(binder: TableBinder, table: exp.Subquery, scope: Scope) -> Scan
     if from_ is None or not isinstance(from_.this, exp.Table) or sub.args.get("joins"):
         raise fail("a subquery in FROM must select from one input, or join first in FROM with only INNER, LEFT, "
                    "CROSS or semi/anti joins after it; else (joined later in FROM, or first before a RIGHT or FULL join) "
-                   "it needs aliases of its own, an input first in its FROM and only INNER or CROSS joins (or, without a "
-                   "WHERE, outer joins too), and where it is INNER or CROSS joined, no condition that reads a time "
+                   "it needs aliases of its own, an input first in its FROM and only INNER or CROSS joins (or outer joins "
+                   "too, without a WHERE unless it is LEFT, semi or anti joined), and where it is INNER or CROSS joined, no condition that reads a time "
                    "column: write its joins in the outer query", table)
     if not table.alias:
         raise fail("a subquery in FROM needs an alias", table)

@@ -118,12 +118,18 @@ def _pads_left(join: exp.Join) -> bool:
 def _nests(select: exp.Select, holder: exp.Join | exp.From) -> bool:
     """Whether `_nest` may put the subquery `holder` reads in its place: a joined subquery
     (`_joined_subquery`) whose FROM is an input (it leads the parenthesized join); its joins may be
-    outer joins too where it has no WHERE (which no join condition could then hold)."""
+    outer joins too where it has no WHERE, or where the holder's ON can hold that WHERE (`_filters_right`)."""
     if not _joined_subquery(select, holder, outer=True):
         return False
     inner = holder.this.this
-    regular = all(inner_join(j) for j in inner.args["joins"]) or not inner.args.get("where")
-    return regular and isinstance(from_clause(inner).this, exp.Table)
+    placed = all(inner_join(j) for j in inner.args["joins"]) or not inner.args.get("where") or _filters_right(holder)
+    return placed and isinstance(from_clause(inner).this, exp.Table)
+
+
+def _filters_right(holder: exp.Join | exp.From) -> bool:
+    """Whether a condition on the right side alone in `holder`'s ON filters that side's rows before the join
+    (a LEFT, LEFT SEMI or LEFT ANTI join: `a LEFT JOIN x ON c AND w(x)` is `a LEFT JOIN (x WHERE w) ON c`)."""
+    return isinstance(holder, exp.Join) and (holder.args.get("side") or "").upper() == "LEFT"
 
 
 def _joined_subquery(select: exp.Select, holder: exp.Join | exp.From, *, outer: bool = False) -> bool:
@@ -189,8 +195,9 @@ def _nest(select: exp.Select, holder: exp.Join | exp.From, inputs: Mapping[str, 
           padded_by: exp.Join | None) -> None:
     """Put the tables of the subquery `holder` reads (`_nests`; an outer join, or FROM before one) in its
     place as a parenthesized join, `LEFT JOIN (b JOIN c ON ...) ON ...`: the query's columns and
-    conditions become expressions over those tables, and the subquery's WHERE (its joins then INNER or
-    CROSS) goes into its own joins' conditions (each on the earliest that sees every table it reads).
+    conditions become expressions over those tables, and the subquery's WHERE goes into its own joins'
+    conditions where they are INNER or CROSS (each on the earliest that sees every table it reads), else
+    into the holder's ON (`_filters_right`).
     Where a join pads it with NULLs (`padded_by`), its columns must be its tables' columns: a computed
     one would not be NULL on a padded row."""
     sub = holder.this
@@ -208,6 +215,9 @@ def _nest(select: exp.Select, holder: exp.Join | exp.From, inputs: Mapping[str, 
     if on is not None:
         holder.set("on", named.substituted(on))
     where = inner.args.get("where")
+    if where is not None and not all(inner_join(j) for j in inner.args["joins"]):  # `_filters_right`: in ON
+        holder.set("on", exp.and_(holder.args["on"], where.this) if holder.args.get("on") else where.this)
+        where = None
     if where is None:  # its joins as they are (outer ones too)
         table, joined = from_clause(inner).this, inner.args["joins"]
     else:
