@@ -15,6 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from deltalake import DeltaTable
 
+from jvm_options import SHORT_LIVED
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "example"  # the example project; it installs the repository root as the streamjoin package
 
@@ -46,8 +48,7 @@ def dbt_command(args: Sequence[str], *, project: Path, local_dir: Path, profiles
         "STREAMJOIN_LOCAL_DIR": str(local_dir),
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "DBT_USE_COLORS": "false",
-        # Short-lived JVMs: skip C2 and parallel GC; faster start on a small machine.
-        "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "JAVA_TOOL_OPTIONS": SHORT_LIVED,
     }
     return command, env
 
@@ -92,7 +93,7 @@ def dbt_session(commands: Sequence[Sequence[str]], *, project: Path, local_dir: 
               "--log-path", str(local_dir / "logs"),
               "--target-path", str(local_dir / "target")]
     env = {**os.environ, "STREAMJOIN_LOCAL_DIR": str(local_dir), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-           "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+           "JAVA_TOOL_OPTIONS": SHORT_LIVED}
     done = subprocess.run([sys.executable, "-c", _SESSION_SCRIPT, json.dumps([list(c) for c in commands]),
                            json.dumps(common)], cwd=local_dir, env=env, capture_output=True, text=True, timeout=1800)
     lines = [line for line in done.stdout.splitlines() if line.startswith("DBT_SESSION ")]

@@ -3,7 +3,8 @@
 PyFlink lives in its own venv (``.venv-flink``, made by ``make flink-setup``); this
 module only pipes cases as JSON to ``run_cases.py`` (or, for lookup joins,
 ``run_lookup.py``) under that venv's interpreter and reads its JSON lines back.
-Standard library only.
+Standard library only, and the tests' settings for a short-lived JVM (``jvm_options``), which
+the oracle's gateway JVM runs with.
 
     from tests.flink_oracle.client import run_in_flink
     results = run_in_flink([case_a, case_b])   # {"case-a": [[...], ...], ...}
@@ -16,6 +17,8 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from jvm_options import SHORT_LIVED
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -63,6 +66,8 @@ def _reports(script: Path, cases: list[dict[str, Any]], timeout: float | None) -
             text=True,
             timeout=timeout,
             cwd=REPO,
+            # PyFlink puts JVM_ARGS on its gateway JVM's command line; a caller's own replace these
+            env={"JVM_ARGS": SHORT_LIVED, **os.environ},
         )
     except subprocess.TimeoutExpired as error:
         raise FlinkOracleError(f"the Flink oracle did not finish {len(cases)} cases in {timeout} s") from error
