@@ -10,6 +10,7 @@ import json
 import sys
 import time
 
+from jvm_options import SHORT_LIVED  # this folder, the script's own
 from streamjoin.conformance import CaseRunner
 from streamjoin.runtime.rebuild import REBUILD_FOLDER
 from streamjoin.runtime.run import run_once
@@ -33,7 +34,8 @@ if __name__ == "__main__":
     case, root = json.loads(sys.argv[1]), sys.argv[2]
     if "--hold-after-first-commit" in sys.argv[3:]:
         hold_after_first_commit()
-    spark = local_session(app_name="streamjoin-killed-run", conf={"spark.sql.shuffle.partitions": "1"})
+    spark = local_session(app_name="streamjoin-killed-run", conf={"spark.sql.shuffle.partitions": "1",
+                                                                   "spark.driver.extraJavaOptions": SHORT_LIVED})
     runner = CaseRunner(spark, case, root)
     print("running", flush=True)
     run_once(spark, runner.plan, runner.tables)

@@ -13,6 +13,7 @@ from typing import IO, Any, Iterator
 
 import pytest
 
+from jvm_options import SHORT_LIVED
 from streamjoin import local_cluster
 from streamjoin.local_cluster import LocalCluster, get_json
 from streamjoin.processes import HOST, free_port
@@ -100,13 +101,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="module")
 def driver(cluster: LocalCluster) -> Iterator[Driver]:
-    """A SparkSession on `cluster` (`local_session(master=...)`), its executors running this virtualenv's Python."""
+    """A SparkSession on `cluster` (`local_session(master=...)`), its executors running this virtualenv's Python
+    in short-lived JVMs' settings (`jvm_options`)."""
     ui_port = free_port()
     log = cluster.home / "driver.log"
     env = {**os.environ, "STREAMJOIN_SPARK_MASTER": cluster.master_url, "SPARK_LOCAL_IP": HOST,
            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     with open(log, "wb") as stderr:
-        process = subprocess.Popen([sys.executable, str(DRIVER), str(ui_port)], stdin=subprocess.PIPE,
+        process = subprocess.Popen([sys.executable, str(DRIVER), str(ui_port), SHORT_LIVED], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=PROJECT_ROOT)
     try:
         session = Driver(process, ui_port, log)

@@ -24,6 +24,7 @@ from typing import Dict, List
 import pytest
 
 from example_results import EXPECTED, rows
+from jvm_options import SHORT_LIVED
 from streamjoin.local_cluster import LocalCluster, get_json
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -55,7 +56,8 @@ def cluster_profile(folder: Path, master_url: str) -> Path:
     folder.mkdir()
     profile = {"streamjoin_example": {"target": "cluster", "outputs": {"cluster": {
         "type": "streamjoin", "threads": 2, "local_dir": "{{ env_var('STREAMJOIN_LOCAL_DIR') }}",
-        "server_side_parameters": {"spark.master": master_url, "spark.sql.shuffle.partitions": "1"}}}}}
+        "server_side_parameters": {"spark.master": master_url, "spark.sql.shuffle.partitions": "1",
+                                   "spark.executor.extraJavaOptions": SHORT_LIVED}}}}}
     (folder / "profiles.yml").write_text(json.dumps(profile))  # JSON is YAML
     return folder
 
