@@ -101,8 +101,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="module")
 def driver(cluster: LocalCluster) -> Iterator[Driver]:
-    """A SparkSession on `cluster` (`local_session(master=...)`), its executors running this virtualenv's Python
-    in short-lived JVMs' settings (`jvm_options`)."""
+    """A SparkSession on `cluster` (`local_session(master=...)`), its executors running this virtualenv's Python;
+    its driver and executors are short-lived JVMs (`jvm_options`: they live for one test module)."""
     ui_port = free_port()
     log = cluster.home / "driver.log"
     env = {**os.environ, "STREAMJOIN_SPARK_MASTER": cluster.master_url, "SPARK_LOCAL_IP": HOST,

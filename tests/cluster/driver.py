@@ -1,12 +1,12 @@
 """A SparkSession on a standalone cluster, driven by the cluster tests over stdin and stdout.
 
-    STREAMJOIN_SPARK_MASTER=spark://127.0.0.1:P python tests/cluster/driver.py UI_PORT EXECUTOR_JAVA_OPTIONS
+    STREAMJOIN_SPARK_MASTER=spark://127.0.0.1:P python tests/cluster/driver.py UI_PORT JAVA_OPTIONS
 
 A process has one SparkSession, and the test processes' is local, so the cluster's lives here.
 It prints `@@ {"app_id": ...}` once started; then each stdin line is a JSON command
 (`{"op": "conformance", ...}`, see `COMMANDS`) and each answer one stdout line `@@ <json>`.
-The session's web UI (and its REST API) listens on 127.0.0.1:UI_PORT; its executors' JVMs take
-EXECUTOR_JAVA_OPTIONS (`spark.executor.extraJavaOptions`).
+The session's web UI (and its REST API) listens on 127.0.0.1:UI_PORT; its driver's and executors' JVMs
+take JAVA_OPTIONS.
 """
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ def main() -> int:
     master = os.environ["STREAMJOIN_SPARK_MASTER"]
     spark = local_session(master=master, app_name="streamjoin-cluster-tests", conf={
         "spark.ui.enabled": "true", "spark.ui.port": sys.argv[1],
-        "spark.driver.host": HOST, "spark.driver.bindAddress": HOST, "spark.executor.extraJavaOptions": sys.argv[2]})
+        "spark.driver.host": HOST, "spark.driver.bindAddress": HOST,
+        "spark.driver.extraJavaOptions": sys.argv[2], "spark.executor.extraJavaOptions": sys.argv[2]})
     reply({"app_id": spark.sparkContext.applicationId, "master": spark.sparkContext.master})
     for line in sys.stdin:
         command = json.loads(line)
