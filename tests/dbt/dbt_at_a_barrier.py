@@ -30,6 +30,9 @@ def wait_at_first_commit(barrier: Path, parties: int) -> None:
 
 
 if __name__ == "__main__":
+    # dbt imports every module named dbt_* on sys.path as a plugin: not this folder's test helpers
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != here]
     wait_at_first_commit(Path(sys.argv[1]), int(sys.argv[2]))
     from dbt.cli.main import cli
 
