@@ -78,3 +78,24 @@ def test_runs_of_an_interval_join_with_a_new_watermark_each_compile_nothing_new(
         added.append(report.rows_out.get("+", 0))
     assert added == [1, 2, 2, 2, 2, 2]  # each run's pair, and from run 2 on the last run's padded l row
     assert compiled[-2:] == [0, 0], compiled
+
+
+def test_a_run_finds_the_classes_of_stages_it_plans_in_another_order(spark, tmp_path, monkeypatch):
+    """Spark numbers a plan's whole-stage classes by their place in the plan, so a stage compiled before
+    but placed otherwise in a new plan would compile again; a run's classes are not numbered
+    (`runtime.run.RUN_CONF`). The last run here retracts a row of r after runs that only appended, each
+    input alone and both together: numbered, it compiled 18 classes; its stages were all compiled before."""
+    monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)
+    m = Scenario(spark, tmp_path, "SELECT l.k, l.ordered, r.w FROM l LEFT JOIN r ON l.k = r.k",
+                 l=[("k", "int"), ("ordered", "int")], r=[("k", "int"), ("w", "int")])
+    compiled = []
+    for changes in ({"l": [insert(1, 10), insert(2, 20)], "r": [insert(1, 100)]}, {"l": [insert(3, 30)]},
+                    {"r": [insert(3, 300)]}, {"l": [delete(1, 10), insert(4, 40)], "r": [insert(2, 200), delete(1, 100)]},
+                    {"l": [insert(5, 50)]}, {"r": [insert(5, 500)]}, {"l": [insert(6, 60)], "r": [insert(6, 600)]},
+                    {"l": [insert(8, 80)], "r": [insert(8, 800), delete(6, 600)]}):
+        before = compilations(spark)
+        m.run(**changes)
+        compiled.append(compilations(spark) - before)
+    assert compiled[4:] == [0, 0, 0, 0], compiled
+    assert m.result == {(2, 20, 200): 1, (3, 30, 300): 1, (4, 40, None): 1, (5, 50, 500): 1, (6, 60, None): 1,
+                        (8, 80, 800): 1}

@@ -118,8 +118,14 @@ ARROW_NO_BYTE_LIMIT = 2**31 - 1
 #: rows are wide). A run lifts it (`ARROW_NO_BYTE_LIMIT`, the value Spark reads as no limit), so its
 #: batches are bounded by Spark's row limit alone (`maxRecordsPerBatch`, 10,000 rows by default):
 #: eight 1M-change q20 runs took 69 s against 78 s, each of them faster.
+#: Spark caches the code it generates by its source, and a whole-stage class is named after its
+#: stage's number in the plan: a stage whose code a run generated before, numbered otherwise in this
+#: run's plan (another input's branch before it, say), was compiled again, by Janino and then the JIT.
+#: A run's classes are not numbered (`useIdInClassName`): of four 1M-change q20 runs, the fourth
+#: compiled 3 classes instead of 43.
 RUN_CONF: dict[str, str | None] = {
     "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_NO_BYTE_LIMIT),
+    "spark.sql.codegen.useIdInClassName": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "false",
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.sql.shuffle.partitions": "1", "spark.sql.codegen.wholeStage": "true", CODEGEN_FACTORY: "FALLBACK",
