@@ -20,7 +20,7 @@ class JvmHandles:
     union: Any  # the Union logical plan's constructor
     relations: Any  # InMemoryRelation's companion object
     memory_and_disk: Any  # StorageLevel.MEMORY_AND_DISK
-    no_name: Any  # scala.None
+    kept_name: Any  # Some("streamjoin kept result"): unnamed, Spark names each kept result by its whole plan's text
 
     @staticmethod
     @lru_cache(maxsize=4)
@@ -32,4 +32,4 @@ class JvmHandles:
             union=jvm.org.apache.spark.sql.catalyst.plans.logical.Union,
             relations=getattr(jvm.org.apache.spark.sql.execution.columnar, "InMemoryRelation$").__getattr__("MODULE$"),
             memory_and_disk=jvm.org.apache.spark.storage.StorageLevel.MEMORY_AND_DISK(),
-            no_name=getattr(jvm.scala, "None$").__getattr__("MODULE$"))
+            kept_name=jvm.scala.Some("streamjoin kept result"))

@@ -36,7 +36,7 @@ class Intermediates:
         """`df` computed at most once this run (lazily, by the first job that reads it)."""
         spark = df.sparkSession
         jvm = JvmHandles.of(spark._jvm)
-        relation = jvm.relations.apply(jvm.memory_and_disk, df._jdf.queryExecution(), jvm.no_name)
+        relation = jvm.relations.apply(jvm.memory_and_disk, df._jdf.queryExecution(), jvm.kept_name)
         self.cached.append(relation)
         builder, columns = relation.cacheBuilder(), relation.output()
         blocks = builder.serializer().convertCachedBatchToInternalRow(
