@@ -28,13 +28,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from bench import changelog as cl
 from bench import environment, report, systems
 from bench import workloads as wl
 from bench.measure import load_average, streamjoin_profiler
 from streamjoin import StreamJoinError
 
 MB = 1 << 20
+#: Batches of at least this many changes get Spark's floor measured (the throughput target's batches).
+FLOOR_BATCH = 100_000
+#: Warm repeats of a floor's query; its median is the floor.
+FLOOR_REPEATS = 5
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ class Bench:
         self.points: list[dict[str, Any]] = []  # measured batches: (workload, state, batch) -> run
         self.series: list[dict[str, Any]] = []  # consecutive small runs on one state (their median counts)
         self.comparisons: list[dict[str, Any]] = []
+        self.floors: list[dict[str, Any]] = []  # Spark's floor for a batch (see `floor`)
         self.peers: list[dict[str, Any]] = []
         self.skipped: dict[str, str] = {}
         self.flink_jobs: list[dict[str, Any]] = []
@@ -141,9 +148,10 @@ class Bench:
         return model
 
     def sweep(self, workload: wl.Workload, stream: dict[str, pa.Table], state: int, batches: list[int],
-              compare_at: set[int], *, small_runs: bool = False) -> None:
+              compare_at: set[int], *, small_runs: bool = False, floors: bool = False) -> None:
         """Load ``state``, then run each batch from that same state (restored from a copy); with
-        ``small_runs``, then the series of small runs from it too (see `small`)."""
+        ``small_runs``, then the series of small runs from it too (see `small`); with ``floors``,
+        Spark's floor (`floor`) of each compared batch and of each of at least ``FLOOR_BATCH``."""
         root = self.work / workload.name / f"state-{state}"
         model = self.load(workload, stream, state, root)
         saved = root.with_name(root.name + ".saved")
@@ -164,12 +172,30 @@ class Bench:
             self.points.append({**point, "batch": batch, "run": run})
             if batch in compare_at:
                 self.compare(workload, stream, state + batch, model)
+            if floors and (batch in compare_at or batch >= FLOOR_BATCH):
+                self.floor(workload, stream, state, batch)
             if small_runs and batch == max(batches):  # what the runs after a large one pay for it
                 self.small(model, stream, state + batch, after=batch)
         if small_runs:
             restore()
             self.small(model, stream, state)
         shutil.rmtree(saved, ignore_errors=True)
+
+    def floor(self, workload: wl.Workload, stream: dict[str, pa.Table], state: int, batch: int) -> None:
+        """Spark's floor for a batch: the model's query by Spark batch over the batch's change rows alone
+        (each as a plain row, whatever its kind), its result written once as Parquet, in this session
+        (median of warm repeats). Any run of that batch on Spark reads at least those changes, joins them
+        and writes what they produce, so no Spark-based run of it can be faster: a target beyond the floor
+        is out of reach on Spark."""
+        folder = self.work / "floors" / f"{workload.name}@{state}+{batch}"
+        for name, rows in wl.cut(stream, state, state + batch).items():
+            (folder / "snapshot" / name).mkdir(parents=True, exist_ok=True)
+            pq.write_table(rows.drop_columns([cl.ROW_KIND]), folder / "snapshot" / name / "part-0.parquet")
+        timed = systems.spark_batch(self.spark, workload, folder / "snapshot", folder / "out", repeats=FLOOR_REPEATS)
+        self.floors.append({"workload": workload.name, "state": state, "batch": batch, "seconds": timed["seconds"],
+                            "repeats_s": timed["repeats_s"]})
+        print(f"  spark floor {workload.name} batch={batch:,}: {timed['seconds']:.2f}s", flush=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
     def small(self, model: systems.StreamjoinModel, stream: dict[str, pa.Table], state: int,
               after: int | None = None) -> int:
@@ -181,6 +207,8 @@ class Bench:
         for i in range(self.sizes.small_runs):
             model.append(wl.cut(stream, state + i * batch, state + (i + 1) * batch))
             runs.append(self._run(model, "small" if after is None else "after", state + i * batch, batch))
+        if after is None:
+            self.floor(model.workload, stream, state, batch)
         series = {"workload": model.workload.name, "state": state, "batch": batch, "runs": runs}
         self.series.append(series if after is None else {**series, "after": after})
         return state + len(runs) * batch
@@ -254,6 +282,7 @@ class Bench:
         else:
             self.skipped[workload.name] = f"not run: operator missing ({workload.requires})"
         entry = self.compare(workload, stream, changes, model)
+        self.floor(workload, stream, 0, min(changes, sizes.interval_batch))
         if workload.kind != "interval":  # Spark SS has no temporal join, nor a window join whose result
             return  # keeps the rows' event time next to the window (one event-time column per stream)
         folder = self.work / "peers" / entry["id"] / "spark_streaming"
@@ -350,7 +379,7 @@ class Bench:
                 if one_percent not in batches:
                     batches.append(one_percent)
                 compare.add(one_percent)
-            self.sweep(workload, stream, state, batches, compare, small_runs=state == sizes.fixed_state)
+            self.sweep(workload, stream, state, batches, compare, small_runs=state == sizes.fixed_state, floors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_seconds": round(time.time() - started, 1), "sizes": dataclasses.asdict(sizes),
         "environment": environment.describe(spark), "runs": bench.runs, "points": bench.points, "series": bench.series,
+        "floors": bench.floors,
         "comparisons": bench.comparisons, "skipped": bench.skipped,
     }
     results["targets"] = report.targets(results)

@@ -9,6 +9,8 @@ from typing import Any
 from bench.measure import CPU_PARTS
 
 NOT_RUN = "not run"
+#: The status of a target that is not met and that Spark's own floor for its batch (`spark_floor`) misses too.
+BEYOND_FLOOR = "not met; beyond Spark's floor"
 
 
 def _throughput(changes: float, seconds: float) -> float:
@@ -49,11 +51,24 @@ def equal(comparison: dict[str, Any]) -> bool:
         for p in prints)  # fmt: skip
 
 
+def spark_floor(results: dict[str, Any], workload: str, batch: int) -> float | None:
+    """Spark's floor for a batch of the workload, in seconds (the harness's `floor`; the lowest if
+    measured more than once), or None when it was not measured."""
+    found = [f["seconds"] for f in results.get("floors", []) if f["workload"] == workload and f["batch"] == batch]
+    return min(found) if found else None
+
+
+def _status(met: bool, floor_misses: bool = False) -> str:
+    """A target's status: met, not met, or not met with Spark's floor for its batch missing it too."""
+    return "met" if met else BEYOND_FLOOR if floor_misses else "not met"
+
+
 def _target(name: str, description: str, measured: float | None, peer: float | None, ratio: float | None,
-            met: bool, status: str, figures: dict[str, Any]) -> dict[str, Any]:
+            met: bool, status: str, figures: dict[str, Any], floor: float | None = None) -> dict[str, Any]:
+    """A target's row; `floor` is Spark's floor in the unit of `measured` (seconds or records/s)."""
     return {"name": name, "description": description, "measured": measured, "peer": peer,
             "ratio": None if ratio is None else round(ratio, 4), "met": met, "status": status,
-            "figures": figures}
+            "floor": None if floor is None else round(floor, 3), "figures": figures}
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,7 +96,10 @@ def _stream_vs_flink(results: dict[str, Any], workload: str, join: str) -> dict[
     mine = _throughput(sum(r["changes"] for r in runs), sum(r["seconds"] for r in runs))
     ratio = mine / peer
     met = ratio >= 1 and bool(figures["results_equal"])
-    return _target(name, what, round(mine, 1), peer, ratio, met, "met" if met else "not met", figures)
+    floor_s = spark_floor(results, workload, batch)
+    floor = _throughput(batch, floor_s) if floor_s else None
+    return _target(name, what, round(mine, 1), peer, ratio, met, _status(met, floor is not None and floor < peer),
+                   figures, floor)
 
 
 def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
@@ -101,8 +119,10 @@ def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
             if point["batch"] < threshold:
                 continue
             mine = _throughput(point["run"]["changes"], point["run"]["seconds"])
+            floor_s = spark_floor(results, workload, point["batch"])
             rows.append({"workload": workload, "batch": point["batch"], "state": point["state"],
                          "streamjoin_records_per_s": round(mine, 1), "flink_records_per_s": round(theirs, 1),
+                         "spark_floor_records_per_s": round(_throughput(point["batch"], floor_s), 1) if floor_s else None,
                          "flink_changes": cmp["changes"], "flink_job_seconds": cmp["flink"]["job_seconds"],
                          "ratio": round(mine / theirs, 4) if theirs else None,
                          "load": point["run"]["load_before"], "results_equal": equal(cmp)})
@@ -114,8 +134,10 @@ def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
     note = "" if threshold == 100_000 else f" (this mode's largest batch, {threshold:,}, stands in for 100k)"
     note += (f"; every such batch against Flink's best whole-stream rate; shown: the lowest ratio "
              f"({worst['workload']}, batch {worst['batch']:,})")
+    floor = worst["spark_floor_records_per_s"]
     return _target(name, what + note, worst["streamjoin_records_per_s"], worst["flink_records_per_s"],
-                   worst["ratio"], met, "met" if met else "not met", {"per_batch": rows})
+                   worst["ratio"], met, _status(met, floor is not None and floor < worst["flink_records_per_s"]),
+                   {"per_batch": rows}, floor)
 
 
 def _vs_recompute(results: dict[str, Any]) -> dict[str, Any]:
@@ -130,11 +152,13 @@ def _vs_recompute(results: dict[str, Any]) -> dict[str, Any]:
         return _target(name, what, None, None, None, False, f"{NOT_RUN}: q20 was not run", {})
     ratio = point["run"]["seconds"] / cmp["spark_batch"]["seconds"]
     note = "" if top == 10_000_000 else f" (measured at a {top:,}-change state, this mode's largest)"
+    floor = spark_floor(results, "q20", batch)
+    beyond = floor is not None and floor > 0.1 * cmp["spark_batch"]["seconds"]
     return _target(name, what + note, round(point["run"]["seconds"], 3), round(cmp["spark_batch"]["seconds"], 3),
-                   ratio, ratio <= 0.1, "met" if ratio <= 0.1 else "not met",
+                   ratio, ratio <= 0.1, _status(ratio <= 0.1, beyond),
                    {"state": top, "batch": batch, "snapshot_rows": cmp["snapshot_rows"],
                     "streamjoin_load": point["run"]["load_before"], "batch_load": cmp["spark_batch"]["load_before"],
-                    "results_equal": equal(cmp)})  # fmt: skip
+                    "results_equal": equal(cmp)}, floor)  # fmt: skip
 
 
 def _state_growth(results: dict[str, Any]) -> dict[str, Any]:
@@ -176,11 +200,13 @@ def _fixed_cost(results: dict[str, Any]) -> dict[str, Any]:
     what = (f"a {series['batch']:,}-change q20 run on a {series['state']:,}-change state takes <= {FIXED_COST_LIMIT} s "
             f"(median of {len(series['runs'])} consecutive runs in a warm session; the issue's state is 1M changes)")
     median = median_seconds(series)
+    floor = spark_floor(results, "q20", series["batch"])
+    met = median <= FIXED_COST_LIMIT
     return _target(name, what, round(median, 3), FIXED_COST_LIMIT, median / FIXED_COST_LIMIT,
-                   median <= FIXED_COST_LIMIT, "met" if median <= FIXED_COST_LIMIT else "not met",
+                   met, _status(met, floor is not None and floor > FIXED_COST_LIMIT),
                    {**_series_figures(series), "spark_job_seconds": [r["spark_job_seconds"] for r in series["runs"]],
                     "catalyst_seconds": [r.get("catalyst_seconds") for r in series["runs"]],
-                    "load": [r["load_before"] for r in series["runs"]]})
+                    "load": [r["load_before"] for r in series["runs"]]}, floor)
 
 
 def _retractions(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -206,9 +232,11 @@ def _retractions(results: dict[str, Any]) -> list[dict[str, Any]]:
     recompute = cmp["spark_batch"]["seconds"]
     ratio = t_big / recompute
     met = ratio <= RETRACTION_RECOMPUTE_LIMIT
+    floor = spark_floor(results, "q20_left_churn", by_state[big]["batch"])
+    beyond = floor is not None and floor > RETRACTION_RECOMPUTE_LIMIT * recompute
     return out + [_target(share, what_share + scope, round(t_big, 3), round(recompute, 3), ratio, met,
-                          "met" if met else "not met",
-                          {"snapshot_rows": cmp["snapshot_rows"], "results_equal": equal(cmp)})]
+                          _status(met, beyond), {"snapshot_rows": cmp["snapshot_rows"], "results_equal": equal(cmp)},
+                          floor)]
 
 
 def _jobs_per_run(results: dict[str, Any]) -> dict[str, Any]:
@@ -290,12 +318,19 @@ def write(results: dict[str, Any], out: Path) -> None:
     if results["mode"] != "full" or results["scale"] != 1.0:
         lines += ["**Not the full sizes**: this mode uses the smaller sizes above (the issue's figures are "
                   "1M/10M/20M-row states and 10k/100k/1M-change batches: `make bench-full`).", ""]
-    lines += ["## Targets", "", "| target | status | measured | peer | ratio |", "| --- | --- | --- | --- | --- |"]
+    lines += ["## Targets", "", "| target | status | measured | peer | ratio | Spark's floor |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for t in results["targets"]:
         lines.append(f"| {t['description']} | **{t['status']}** | {_n(t['measured'], 3)} | {_n(t['peer'], 3)} "
-                     f"| {_n(t['ratio'], 3)} |")
+                     f"| {_n(t['ratio'], 3)} | {_n(t.get('floor'), 3)} |")
     lines += ["", "Throughput targets compare records/s (higher is better); time targets compare seconds "
-              "(ratio = streamjoin / peer).", ""]
+              "(ratio = streamjoin / peer).", "",
+              "Spark's floor, in the target's unit: the model's query run by Spark batch over the measured batch's "
+              "changes alone, its result written once as Parquet, in the same session (median of "
+              "warm repeats). No run of that batch on Spark can do less: it reads at least those changes, joins "
+              "them and writes what they produce, and a run also reads state and writes four Delta tables. "
+              f"*{BEYOND_FLOOR}*: the target asks for less time (or more records/s) than that floor, so no "
+              "design on Spark, which the product runs on, meets it on this machine.", ""]
     lines += (_equality(results) + _throughput_table(results, cores) + _scaling(results) + _small_runs(results)
               + _profile(results))
     lines += ["## Multi-way vs. binary joins", "",
@@ -326,7 +361,9 @@ def _throughput_table(results: dict[str, Any], cores: int) -> list[str]:
              f"given state (Spark local, {cores} cores). Flink: the whole stream's changes / job seconds "
              "(submission to last result; parallelism noted; all Flink jobs share one JVM, so the first also pays its "
              "warm-up). Spark batch: snapshot rows / seconds of the "
-             "recompute (the median of 3 in one session). Per core = divided by the cores the system used.", "",
+             "recompute (the median of 3 in one session). Spark's floor: the batch's changes alone / seconds of "
+             "the query over them by Spark batch, written once (the median of 5; see Targets). Per core = divided "
+             "by the cores the system used.", "",
              "| workload | system | state | batch | seconds | records/s | per core | peak RSS | load |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in results["points"]:
@@ -351,6 +388,10 @@ def _throughput_table(results: dict[str, Any], cores: int) -> list[str]:
             lines.append(f"| {c['workload']} | spark streaming | - | {s['changes']:,} ({s['micro_batches']} "
                          f"micro-batches) | {s['seconds']:.2f} | {rate:,.0f} | {rate / cores:,.0f} | "
                          f"{_mb(s['peak_rss_bytes'])} | {_load(s['load_before'])} |")
+    for f in results.get("floors", []):
+        rate = _throughput(f["batch"], f["seconds"])
+        lines.append(f"| {f['workload']} | spark floor | - | {f['batch']:,} (the batch alone) | {f['seconds']:.2f} | "
+                     f"{rate:,.0f} | {rate / cores:,.0f} | - | - |")
     flink_peaks = [(c.get("flink") or {}).get("peak_rss_bytes") or 0 for c in results["comparisons"]]
     sj_peak = max((r["peak_rss_bytes"] for r in results["runs"]), default=0)
     lines += ["", f"Peak memory (resident, process tree): streamjoin driver + Spark JVM {_mb(sj_peak)}; "

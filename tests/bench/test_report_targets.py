@@ -111,3 +111,33 @@ def test_retractions_hold_only_with_flat_growth_and_a_small_share_of_the_recompu
     assert not growth["met"] and not share["met"] and share["ratio"] == 0.07
     missing = report._retractions({"series": [_series("q20_left_churn", 1_000, [1.0])], "comparisons": []})
     assert all(t["status"].startswith("not run") for t in missing)
+
+
+def _floors(workload: str, batch: int, seconds: float) -> list[dict]:
+    return [{"workload": workload, "state": 20_000, "batch": batch, "seconds": seconds, "repeats_s": [seconds]}]
+
+
+def test_a_fixed_cost_below_sparks_floor_is_marked_beyond_it() -> None:
+    slow = {"series": [_series("q20", 20_000, [0.9, 1.0, 1.1])]}
+    beyond = report._fixed_cost({**slow, "floors": _floors("q20", 1_000, 0.6)})  # Spark alone takes 0.6 s > 0.5
+    assert not beyond["met"] and beyond["status"] == report.BEYOND_FLOOR and beyond["floor"] == 0.6
+    within = report._fixed_cost({**slow, "floors": _floors("q20", 1_000, 0.3)})
+    assert within["status"] == "not met" and within["floor"] == 0.3
+    assert report._fixed_cost(slow)["status"] == "not met" and report._fixed_cost(slow)["floor"] is None
+
+
+def test_a_rate_beyond_sparks_floor_is_marked_so_in_records_per_second() -> None:
+    results = _results({100_000: 4.0, 1_000_000: 5.0})  # Flink's best: 100k/s
+    results["floors"] = _floors("q20", 100_000, 2.0)  # Spark alone: 50k/s
+    target = report._vs_flink(results)
+    assert target["status"] == report.BEYOND_FLOOR and target["floor"] == 50_000.0
+    results["floors"] = _floors("q20", 100_000, 0.5)  # 200k/s: Spark could
+    assert report._vs_flink(results)["status"] == "not met"
+
+
+def test_a_share_of_the_recompute_below_sparks_floor_is_marked_beyond_it() -> None:
+    results = _churn([1.0, 1.0, 1.0], [1.4, 1.4, 1.4], 20.0)  # the limit: 0.05 * 20 s = 1 s
+    _, share = report._retractions({**results, "floors": _floors("q20_left_churn", 1_000, 1.5)})
+    assert share["status"] == report.BEYOND_FLOOR
+    _, share = report._retractions({**results, "floors": _floors("q20_left_churn", 1_000, 0.5)})
+    assert share["status"] == "not met"
