@@ -28,9 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from bench import changelog as cl
 from bench import environment, report, systems
 from bench import workloads as wl
 from bench.measure import load_average, streamjoin_profiler
@@ -188,9 +186,7 @@ class Bench:
         and writes what they produce, so no Spark-based run of it can be faster: a target beyond the floor
         is out of reach on Spark."""
         folder = self.work / "floors" / f"{workload.name}@{state}+{batch}"
-        for name, rows in wl.cut(stream, state, state + batch).items():
-            (folder / "snapshot" / name).mkdir(parents=True, exist_ok=True)
-            pq.write_table(rows.drop_columns([cl.ROW_KIND]), folder / "snapshot" / name / "part-0.parquet")
+        systems.write_snapshots(workload, wl.cut(stream, state, state + batch), folder / "snapshot", every_change=True)
         timed = systems.spark_batch(self.spark, workload, folder / "snapshot", folder / "out", repeats=FLOOR_REPEATS)
         self.floors.append({"workload": workload.name, "state": state, "batch": batch, "seconds": timed["seconds"],
                             "repeats_s": timed["repeats_s"]})

@@ -58,7 +58,13 @@ def spark_floor(results: dict[str, Any], workload: str, batch: int) -> float | N
     return min(found) if found else None
 
 
-def _status(met: bool, floor_misses: bool = False) -> str:
+def _floor_rate(results: dict[str, Any], workload: str, batch: int) -> float | None:
+    """Spark's floor for a batch of the workload as records/s, or None when it was not measured."""
+    seconds = spark_floor(results, workload, batch)
+    return _throughput(batch, seconds) if seconds else None
+
+
+def _status(met: bool, floor_misses: bool) -> str:
     """A target's status: met, not met, or not met with Spark's floor for its batch missing it too."""
     return "met" if met else BEYOND_FLOOR if floor_misses else "not met"
 
@@ -96,8 +102,7 @@ def _stream_vs_flink(results: dict[str, Any], workload: str, join: str) -> dict[
     mine = _throughput(sum(r["changes"] for r in runs), sum(r["seconds"] for r in runs))
     ratio = mine / peer
     met = ratio >= 1 and bool(figures["results_equal"])
-    floor_s = spark_floor(results, workload, batch)
-    floor = _throughput(batch, floor_s) if floor_s else None
+    floor = _floor_rate(results, workload, batch)
     return _target(name, what, round(mine, 1), peer, ratio, met, _status(met, floor is not None and floor < peer),
                    figures, floor)
 
@@ -119,10 +124,10 @@ def _vs_flink(results: dict[str, Any]) -> dict[str, Any]:
             if point["batch"] < threshold:
                 continue
             mine = _throughput(point["run"]["changes"], point["run"]["seconds"])
-            floor_s = spark_floor(results, workload, point["batch"])
+            floor = _floor_rate(results, workload, point["batch"])
             rows.append({"workload": workload, "batch": point["batch"], "state": point["state"],
                          "streamjoin_records_per_s": round(mine, 1), "flink_records_per_s": round(theirs, 1),
-                         "spark_floor_records_per_s": round(_throughput(point["batch"], floor_s), 1) if floor_s else None,
+                         "spark_floor_records_per_s": None if floor is None else round(floor, 1),
                          "flink_changes": cmp["changes"], "flink_job_seconds": cmp["flink"]["job_seconds"],
                          "ratio": round(mine / theirs, 4) if theirs else None,
                          "load": point["run"]["load_before"], "results_equal": equal(cmp)})

@@ -58,11 +58,14 @@ def plain(df: DataFrame) -> DataFrame:
 # --- Spark batch recompute (a dbt `table` model) -----------------------------------------
 
 
-def write_snapshots(workload: Workload, tables: dict[str, pa.Table], folder: Path) -> dict[str, int]:
-    """Write every input's snapshot (live rows after its changes) as Parquet; return row counts."""
+def write_snapshots(workload: Workload, tables: dict[str, pa.Table], folder: Path, *,
+                    every_change: bool = False) -> dict[str, int]:
+    """Write every input's snapshot (live rows after its changes) as Parquet; return row counts. With
+    `every_change`, each change row is written as a plain row, whatever its kind."""
     counts = {}
     for name, changelog in tables.items():
-        snap = cl.snapshot(changelog) if workload.changelog else changelog.drop_columns([cl.ROW_KIND])
+        live = workload.changelog and not every_change
+        snap = cl.snapshot(changelog) if live else changelog.drop_columns([cl.ROW_KIND])
         (folder / name).mkdir(parents=True, exist_ok=True)
         pq.write_table(snap, folder / name / "part-0.parquet")
         counts[name] = snap.num_rows
