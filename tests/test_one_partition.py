@@ -9,7 +9,7 @@ from scenario import Scenario, delete, insert
 
 from streamjoin import one_partition
 from streamjoin.runtime import run, sizing
-from streamjoin.storage import state
+from streamjoin.storage import bucket_merge, state
 
 SQL = "SELECT l.k, l.v, r.w FROM l {join} r ON l.k = r.k"
 INPUTS = {"l": [("k", "int"), ("v", "int")], "r": [("k", "int"), ("w", "int")]}
@@ -35,6 +35,15 @@ def test_a_small_left_join_run_with_retractions_runs_in_one_stage(spark, tmp_pat
     assert m.result == EXPECTED
 
 
+def test_a_small_run_spreads_a_merge_of_large_bucket_files_over_one_stage_more(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(state, "LEVEL0_FILES", 1)
+    monkeypatch.setattr(bucket_merge, "SPREAD_BYTES", 1)  # every bucket file counts as large
+    m = left_join_runs(spark, tmp_path)
+    assert m.report.metrics["spark_jobs"] == 1, m.report.metrics
+    assert m.report.metrics["spark_stages"] == 2, m.report.metrics  # the plan's, and the merges' after its shuffle
+    assert m.result == EXPECTED
+
+
 def test_the_same_runs_in_two_partitions_shuffle_and_agree(spark, tmp_path, monkeypatch):
     monkeypatch.setattr(state, "LEVEL0_FILES", 1)
     monkeypatch.setattr(run, "shuffle_partitions", lambda read_bytes, parallelism: 2)
@@ -51,7 +60,8 @@ def test_only_small_changes_on_a_state_one_partition_reads_are_planned_in_one_pa
     assert sizing.in_one_partition(30 * kib, 8 * sizing.MIN_BYTES)  # on a state of 200k changes: its tasks keep
     # the touched keys' rows as they read it, so Spark gets few rows
     assert not sizing.in_one_partition(1500 * kib, 1900 * kib)  # 100k narrow changes: keep both cores
-    assert not sizing.in_one_partition(30 * kib, sizing.TARGET_BYTES + 1)  # a state to read on every core
+    assert sizing.in_one_partition(30 * kib, sizing.ONE_PARTITION_READ_BYTES)  # one task reads what they touch
+    assert not sizing.in_one_partition(30 * kib, sizing.ONE_PARTITION_READ_BYTES + 1)  # a state to read on every core
 
 
 def test_a_three_way_multi_join_run_runs_in_one_stage(spark, tmp_path):

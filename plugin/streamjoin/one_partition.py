@@ -47,7 +47,11 @@ def gathered(df: DataFrame) -> DataFrame:
     return df.coalesce(1) if _ACTIVE.get() else df
 
 
-def clustered(df: DataFrame, *columns: Column) -> DataFrame:
+def clustered(df: DataFrame, *columns: Column, spread: bool = False) -> DataFrame:
     """`df` with rows of equal `columns` in the same partition: in its one partition while a small run
-    plans (a union of one-partition frames may still claim two), else shuffled by them."""
-    return gathered(df) if _ACTIVE.get() else df.repartition(*columns)
+    plans (a union of one-partition frames may still claim two), else shuffled by them.
+
+    `spread` shuffles them by the columns in a small run too: for rows that go to heavy tasks, one per
+    group of equal `columns` (a bucket merge that rewrites large files), which the shuffle, one stage
+    more, puts on every core."""
+    return gathered(df) if _ACTIVE.get() and not spread else df.repartition(*columns)

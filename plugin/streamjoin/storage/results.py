@@ -324,7 +324,7 @@ def _merge(spark: SparkSession, change: DataFrame, schema: StructType, row_bucke
     retracted = _rewritten_buckets(spark, change, crowded)
     listed = file_reads.listing(spark, bucketed, BUCKET).join(retracted, BUCKET, "left_semi")
     merge = writer.merge(rows.join(retracted, BUCKET, "left_semi"), listed, path, bucket=BUCKET, schema=schema,
-                         uri=file_reads.URI)
+                         uri=file_reads.URI, spread=sum(f.size for f in bucketed) >= bucket_merge.SPREAD_BYTES)
     replaced = _removals(level0, bucketed, merge.replaced) + merge.actions
 
     message = _unheld_message(plan)

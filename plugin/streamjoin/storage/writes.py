@@ -126,15 +126,17 @@ class RunWriter:
         return FileActions([target.done])
 
     def merge(self, change: DataFrame, files: DataFrame, path: str, *, bucket: str, schema: StructType,
-              uri: str) -> Merge:
+              uri: str, spread: bool = False) -> Merge:
         """Stage the merge of a weighted change (`schema`'s columns, `bucket` and `zset.WEIGHT`) into the
         files of its buckets that `files` lists (`bucket`, and the file's URI in `uri`): each bucket's
-        files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass."""
+        files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass.
+        With `spread` its buckets go to tasks on every core also in a run planned in one partition
+        (`one_partition.clustered`)."""
         listed = files.select(col(bucket).alias(MERGE_BUCKET), col(uri).alias(MERGE_URI))
         rows = change.select(col(bucket).alias(MERGE_BUCKET),
                              *[col(n).alias(merge_column(i)) for i, n in enumerate(schema.names)],
                              col(WEIGHT).alias(MERGE_WEIGHT))
-        frame = clustered(rows.unionByName(listed, allowMissingColumns=True), col(MERGE_BUCKET))
+        frame = clustered(rows.unionByName(listed, allowMissingColumns=True), col(MERGE_BUCKET), spread=spread)
         spec = TargetSpec(root=path, folder=f"data/{self.tag}-{uuid.uuid4().hex[:12]}", wide=(),
                           names=tuple(schema.names), partition_by=(bucket,), partition=(),
                           options=tuple(options_for(path).items()))
