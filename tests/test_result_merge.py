@@ -123,12 +123,14 @@ CELLS = st.tuples(st.sampled_from([None, 0.0, -0.0, 1.5, math.nan]), st.sampled_
 
 @settings(max_examples=200, deadline=None)
 @given(held=st.lists(CELLS, max_size=12), change=st.lists(st.tuples(CELLS, st.integers(-3, 3)), max_size=8),
-       compared=st.sampled_from([bucket_merge.COMPARED, 0]))
-def test_applying_a_change_keeps_what_merging_the_bucket_keeps(held, change, compared, monkeypatch_module):
+       compared=st.sampled_from([bucket_merge.COMPARED, 0]), sliced=st.sampled_from([bucket_merge.SLICED_DROPS, 0]))
+def test_applying_a_change_keeps_what_merging_the_bucket_keeps(held, change, compared, sliced, monkeypatch_module):
     """`applied` (only the stored rows a retraction may equal are compared; with `COMPARED` at 0 every
-    bucket is merged whole) keeps exactly the rows, and finds exactly the unmet retractions, of a
-    whole merge: the property that lets it skip grouping the bucket."""
+    bucket is merged whole; with `SLICED_DROPS` at 0 the rows it drops are filtered out, not sliced
+    around) keeps exactly the rows, and finds exactly the unmet retractions, of a whole merge: the
+    property that lets it skip grouping the bucket."""
     monkeypatch_module.setattr(bucket_merge, "COMPARED", compared)
+    monkeypatch_module.setattr(bucket_merge, "SLICED_DROPS", sliced)
     types = [pa.float64(), pa.string()]
     table = pa.table([pa.array([r[i] for r in held], t) for i, t in enumerate(types)], names=["x", "s"])
     delta = pa.table([pa.array([r[i] for r, _ in change], t) for i, t in enumerate(types)]
