@@ -126,7 +126,7 @@ class RunWriter:
         return FileActions([target.done])
 
     def merge(self, change: DataFrame, files: DataFrame, path: str, *, bucket: str, schema: StructType,
-              uri: str, spread: bool = False) -> Merge:
+              uri: str, spread: bool) -> Merge:
         """Stage the merge of a weighted change (`schema`'s columns, `bucket` and `zset.WEIGHT`) into the
         files of its buckets that `files` lists (`bucket`, and the file's URI in `uri`): each bucket's
         files are replaced by one with its rows and the change summed (`bucket_merge`), in the write pass.
