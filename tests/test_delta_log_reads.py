@@ -101,7 +101,7 @@ def test_inside_pinned_versions_a_version_is_opened_once_until_a_commit_moves_it
     assert delta_log.table(path, 0) is not delta_log.table(path, 0)  # outside the block, each call opens it
 
 
-def test_a_run_opens_its_inputs_once_and_its_own_tables_at_most_twice(spark, tmp_path, monkeypatch):
+def test_a_run_opens_every_table_once(spark, tmp_path, monkeypatch):
     m = Scenario(spark, tmp_path, "SELECT l.k, l.v, r.w FROM l JOIN r ON l.k = r.k",
                  l=[("k", "int"), ("v", "int")], r=[("k", "int"), ("w", "int")])
     m.run(l=[insert(1, 10)], r=[insert(1, 100)])
@@ -115,10 +115,21 @@ def test_a_run_opens_its_inputs_once_and_its_own_tables_at_most_twice(spark, tmp
     inputs = {spec.location for spec in m.plan.inputs.values()}
     own = {m.tables.result, m.tables.changelog, m.tables.runs, *m.tables.state_tables()}
     assert set(opened) == inputs | own, opened
-    # its own tables at planning and at commit (their latest versions: another run may have moved
-    # them), its inputs at planning; the versions it pinned (what it reads of inputs, state and
-    # result, the versions it commits on) are those same tables
-    assert all(opened[p] == 1 for p in inputs) and all(opened[p] <= 2 for p in own), opened
+    # each at planning (its latest version); the versions it pinned (what it reads of inputs, state
+    # and result, the versions it commits on) are those same tables, and at commit a table no other
+    # writer moved since is not opened again (`delta_log.committed_after`)
+    assert all(n == 1 for n in opened.values()), opened
+
+
+def test_committed_after_tells_whether_a_table_has_a_later_version(tmp_path):
+    path = str(tmp_path / "t")
+    _commit(path, 0)
+    assert not delta_log.committed_after(path, 0)
+    _commit(path, 1, read_version=0)
+    assert delta_log.committed_after(path, 0) and not delta_log.committed_after(path, 1)
+    for run in range(2, 12):  # past a checkpoint, whose version keeps its JSON commit as well
+        _commit(path, run, read_version=run - 1)
+    assert [delta_log.committed_after(path, v) for v in (9, 10, 11)] == [True, True, False]
 
 
 def test_tables_streamjoin_makes_are_checkpointed_every_ten_versions(tmp_path):

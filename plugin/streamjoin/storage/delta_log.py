@@ -118,9 +118,19 @@ def version(path: str) -> int | None:
     return table(path).version() if exists(path) else None
 
 
-def app_version(path: str, app_id: str) -> int | None:
-    """The last run id this app committed to the table (Delta `txn` action)."""
+def app_version(path: str, app_id: str, table_version: int | None = None) -> int | None:
+    """The last run id this app committed to the table (Delta `txn` action), at its latest version
+    or at `table_version`."""
+    if table_version is not None:
+        return table(path, table_version).transaction_version(app_id)
     return table(path).transaction_version(app_id) if exists(path) else None
+
+
+def committed_after(path: str, table_version: int) -> bool:
+    """Whether the table has a version after `table_version`: one look for the next commit's file
+    (every Delta version is a JSON commit in `_delta_log`, checkpointed or not), where finding the
+    latest version opens the log and replays it since its last checkpoint."""
+    return filesystem.exists(filesystem.join(path, "_delta_log", f"{table_version + 1:020d}.json"))
 
 
 def latest_metadata(path: str, key: str, table_version: int | None = None) -> str | None:
