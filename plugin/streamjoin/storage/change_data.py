@@ -37,6 +37,11 @@ class VersionTaken(Exception):
     """Another writer committed the version this commit was made for."""
 
 
+def commit_file(root: str, version: int) -> str:
+    """The JSON commit of a table's `version` in its Delta log (every version has one, checkpointed or not)."""
+    return filesystem.join(root, "_delta_log", f"{version:020d}.json")
+
+
 def commit(table: DeltaTable, path: str, actions: Sequence[AddAction | RemoveAction], changes: Sequence[AddAction],
            schema: DeltaSchema, *, overwrite: bool, app_id: str, run_id: int, metadata: Mapping[str, str]) -> None:
     """Commit `actions` and the change data files `changes` (written under `FOLDER`) as the version
@@ -64,7 +69,7 @@ def commit(table: DeltaTable, path: str, actions: Sequence[AddAction | RemoveAct
                        "partitionValues": {k: (c.partition_values or {}).get(k) for k in meta.partition_columns}}}
               for c in changes]
     version = table.version() + 1
-    log_file = filesystem.join(path, "_delta_log", f"{version:020d}.json")
+    log_file = commit_file(path, version)
     if not filesystem.create_new(log_file, "\n".join(json.dumps(line) for line in lines).encode() + b"\n"):
         raise VersionTaken(f"{path}: version {version} was committed by another writer")
     interval = int(meta.configuration.get(CHECKPOINT_INTERVAL_PROPERTY) or 100)

@@ -127,10 +127,9 @@ def app_version(path: str, app_id: str, table_version: int | None = None) -> int
 
 
 def committed_after(path: str, table_version: int) -> bool:
-    """Whether the table has a version after `table_version`: one look for the next commit's file
-    (every Delta version is a JSON commit in `_delta_log`, checkpointed or not), where finding the
-    latest version opens the log and replays it since its last checkpoint."""
-    return filesystem.exists(filesystem.join(path, "_delta_log", f"{table_version + 1:020d}.json"))
+    """Whether the table has a version after `table_version`: one look for the next version's commit
+    file, where finding the latest version opens the log and replays it since its last checkpoint."""
+    return filesystem.exists(change_data.commit_file(path, table_version + 1))
 
 
 def latest_metadata(path: str, key: str, table_version: int | None = None) -> str | None:
@@ -300,7 +299,7 @@ def log_actions(path: str, start_exclusive: int, end: int, *, what: str) -> Iter
 
     for v in range(start_exclusive + 1, end + 1):
         try:
-            text = filesystem.read_bytes(filesystem.join(root, "_delta_log", f"{v:020d}.json")).decode("utf-8")
+            text = filesystem.read_bytes(change_data.commit_file(root, v)).decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"the Delta log of version {v} of {path} is gone (log retention?); run with --full-refresh",
                              input_name=what) from None
