@@ -3,6 +3,8 @@ enough of them, and `run_values` keeps each run's own values out of their code):
 plans once, not every run again."""
 from __future__ import annotations
 
+import pytest
+
 from scenario import Scenario, delete, insert
 
 from streamjoin.conformance import CaseRunner
@@ -99,3 +101,36 @@ def test_a_run_finds_the_classes_of_stages_it_plans_in_another_order(spark, tmp_
     assert compiled[4:] == [0, 0, 0, 0], compiled
     assert m.result == {(2, 20, 200): 1, (3, 30, 300): 1, (4, 40, None): 1, (5, 50, 500): 1, (6, 60, None): 1,
                         (8, 80, 800): 1}
+
+
+EVENT_TIME_JOINS = {
+    "temporal": ("SELECT o.k, o.v, r.v AS w FROM o LEFT JOIN r FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k",
+                 {"o": {}, "r": {"unique_key": ["k"]}}),
+    "window": ("SELECT L.k, L.v, R.v AS w, L.window_end FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '5' MINUTE)) L "
+               "LEFT JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' MINUTE)) R "
+               "ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end", {"o": {}, "r": {}}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EVENT_TIME_JOINS))
+def test_runs_of_a_temporal_or_window_join_with_a_new_watermark_each_compile_nothing_new(spark, tmp_path, monkeypatch,
+                                                                                         kind):
+    """As the interval join's: each run's watermark decides which rows it emits (the due probes, the
+    windows that fire), and is a run value, not a literal in the generated code (as a literal, each
+    run compiled 8 classes again in a 100k-change temporal join's runs)."""
+    monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)
+    sql, extra = EVENT_TIME_JOINS[kind]
+    columns = [["k", "int"], ["v", "int"], ["ts", "timestamp"]]
+    runner = CaseRunner(spark, {"name": "m", "sql": sql, "config": {}, "runs": [], "inputs": {
+        n: {"columns": columns, "event_time": "ts", **more} for n, more in extra.items()}}, str(tmp_path))
+    compiled, added = [], []
+    for i in range(7):
+        at = f"2024-01-01 {i:02d}:00:00"
+        runner.append_changes(i, {"o": [insert(i, 1, at), insert(i + 100, 2, at)], "r": [insert(i, 3, at)]})
+        before = compilations(spark)
+        report = run_once(spark, runner.plan, runner.tables)
+        compiled.append(compilations(spark) - before)
+        added.append(report.rows_out.get("+", 0))
+    # each run's rows (k = i joins, k = i + 100 is padded) are due in that run; a window, in the next
+    assert added == ([2] * 7 if kind == "temporal" else [0] + [2] * 6)
+    assert compiled[-2:] == [0, 0], compiled

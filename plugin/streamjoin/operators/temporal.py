@@ -166,7 +166,7 @@ class TemporalJoin:
         cols = [*self.probe.columns, RUN, WEIGHT]
         pending = stored_probes.select(*cols).unionByName(arrived.select(*cols)).withColumn(
             PTIME, micros(col(self.spec.probe_time)))
-        is_due = F.lit(False) if w_new is None else col(PTIME) <= F.lit(w_new)
+        is_due = F.lit(False) if w_new is None else col(PTIME) <= run_value(w_new)
         pending = persist(self.held_retractions(pending, is_due))
 
         # versions: the stored entries that stay (as of the last run), overlaid with this run's

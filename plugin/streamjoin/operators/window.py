@@ -125,7 +125,7 @@ class WindowJoin:
         clock = old.advance(*x.watermark_sources({s.value: self.sides[s] for s in Side if s not in self.inputs},
                                                  old.max_time))
         x.watermarks[self.node.id] = clock.watermark
-        fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= F.lit(clock.watermark)
+        fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= run_value(clock.watermark)
         due = {}
         for s in Side:
             stored, fresh = self.pending(s, arrived[s], old.watermark)
