@@ -60,28 +60,6 @@ def test_later_runs_of_a_model_compile_almost_nothing(spark, tmp_path, monkeypat
     assert m.result == {(2, 20, None): 1, (3, 30, None): 1, (1, 11, None): 1, (4, 40, None): 1, (5, 50, 500): 1}
 
 
-def test_runs_of_an_interval_join_with_a_new_watermark_each_compile_nothing_new(spark, tmp_path, monkeypatch):
-    """Each run has its own id and watermark, and expires and pads by it: once the runs' plans have one
-    shape, a run finds every class it needs already compiled (each such value written into the code made
-    every stage compile again, every run)."""
-    monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)
-    columns = [["k", "int"], ["v", "int"], ["ts", "timestamp"]]
-    sql = ("SELECT l.k, l.v, r.v AS w FROM l LEFT JOIN r ON l.k = r.k "
-           "AND l.ts BETWEEN r.ts - INTERVAL '1' MINUTE AND r.ts + INTERVAL '1' MINUTE")
-    runner = CaseRunner(spark, {"name": "m", "sql": sql, "config": {}, "runs": [], "inputs": {
-        n: {"columns": columns, "event_time": "ts"} for n in ("l", "r")}}, str(tmp_path))
-    compiled, added = [], []
-    for i in range(6):
-        at = f"2024-01-01 00:{10 * i:02d}:00"
-        runner.append_changes(i, {"l": [insert(i, 1, at), insert(i + 100, 2, at)], "r": [insert(i, 3, at)]})
-        before = compilations(spark)
-        report = run_once(spark, runner.plan, runner.tables)
-        compiled.append(compilations(spark) - before)
-        added.append(report.rows_out.get("+", 0))
-    assert added == [1, 2, 2, 2, 2, 2]  # each run's pair, and from run 2 on the last run's padded l row
-    assert compiled[-2:] == [0, 0], compiled
-
-
 def test_a_run_finds_the_classes_of_stages_it_plans_in_another_order(spark, tmp_path, monkeypatch):
     """Spark numbers a plan's whole-stage classes by their place in the plan, so a stage compiled before
     but placed otherwise in a new plan would compile again; a run's classes are not numbered
@@ -103,34 +81,42 @@ def test_a_run_finds_the_classes_of_stages_it_plans_in_another_order(spark, tmp_
                         (8, 80, 800): 1}
 
 
-EVENT_TIME_JOINS = {
+#: Per kind of time-based join: its SQL over inputs o and r, what each declares beyond its columns and
+#: event time, and the rows each of the runs below adds (k = i pairs, k = i + 100 of o is padded).
+TIME_BASED_JOINS = {
+    # each run's pair, and from run 2 on the last run's padded row, once the watermark passes its bound
+    "interval": ("SELECT o.k, o.v, r.v AS w FROM o LEFT JOIN r ON o.k = r.k "
+                 "AND o.ts BETWEEN r.ts - INTERVAL '1' MINUTE AND r.ts + INTERVAL '1' MINUTE", {},
+                 [1, 2, 2, 2, 2, 2, 2]),
+    # both probes are due in their own run
     "temporal": ("SELECT o.k, o.v, r.v AS w FROM o LEFT JOIN r FOR SYSTEM_TIME AS OF o.ts AS r ON o.k = r.k",
-                 {"o": {}, "r": {"unique_key": ["k"]}}),
+                 {"r": {"unique_key": ["k"]}}, [2, 2, 2, 2, 2, 2, 2]),
+    # a run's window fires in the next run
     "window": ("SELECT L.k, L.v, R.v AS w, L.window_end FROM TABLE(TUMBLE(TABLE o, DESCRIPTOR(ts), INTERVAL '5' MINUTE)) L "
                "LEFT JOIN TABLE(TUMBLE(TABLE r, DESCRIPTOR(ts), INTERVAL '5' MINUTE)) R "
-               "ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end", {"o": {}, "r": {}}),
+               "ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end", {},
+               [0, 2, 2, 2, 2, 2, 2]),
 }
 
 
-@pytest.mark.parametrize("kind", sorted(EVENT_TIME_JOINS))
-def test_runs_of_a_temporal_or_window_join_with_a_new_watermark_each_compile_nothing_new(spark, tmp_path, monkeypatch,
-                                                                                         kind):
-    """As the interval join's: each run's watermark decides which rows it emits (the due probes, the
-    windows that fire), and is a run value, not a literal in the generated code (as a literal, each
-    run compiled 8 classes again in a 100k-change temporal join's runs)."""
+@pytest.mark.parametrize("kind", sorted(TIME_BASED_JOINS))
+def test_runs_of_a_time_based_join_with_a_new_watermark_each_compile_nothing_new(spark, tmp_path, monkeypatch, kind):
+    """Each run has its own id and watermark, and expires, pads, emits due probes and fires windows by
+    it: once the runs' plans have one shape, a run finds every class it needs already compiled (each
+    such value written into the code made every stage compile again, every run: a 100k-change temporal
+    join's runs compiled 8 classes each)."""
     monkeypatch.setattr(sizing, "CODEGEN_MIN_BYTES", 0)
-    sql, extra = EVENT_TIME_JOINS[kind]
+    sql, declared, expected = TIME_BASED_JOINS[kind]
     columns = [["k", "int"], ["v", "int"], ["ts", "timestamp"]]
     runner = CaseRunner(spark, {"name": "m", "sql": sql, "config": {}, "runs": [], "inputs": {
-        n: {"columns": columns, "event_time": "ts", **more} for n, more in extra.items()}}, str(tmp_path))
+        n: {"columns": columns, "event_time": "ts", **declared.get(n, {})} for n in ("o", "r")}}, str(tmp_path))
     compiled, added = [], []
-    for i in range(7):
+    for i in range(len(expected)):
         at = f"2024-01-01 {i:02d}:00:00"
         runner.append_changes(i, {"o": [insert(i, 1, at), insert(i + 100, 2, at)], "r": [insert(i, 3, at)]})
         before = compilations(spark)
         report = run_once(spark, runner.plan, runner.tables)
         compiled.append(compilations(spark) - before)
         added.append(report.rows_out.get("+", 0))
-    # each run's rows (k = i joins, k = i + 100 is padded) are due in that run; a window, in the next
-    assert added == ([2] * 7 if kind == "temporal" else [0] + [2] * 6)
+    assert added == expected
     assert compiled[-2:] == [0, 0], compiled
