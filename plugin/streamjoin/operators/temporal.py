@@ -173,7 +173,9 @@ class TemporalJoin:
         stored_entries = self.tables[VERSIONS].rows(x.spark)
         entries_cols = [*self.versions.columns, RUN, POS, DELETED]
         with_time = lambda df: self.versions.with_keys(df).withColumn(VTIME, micros(col(self.spec.version_time)))  # noqa: E731
-        kept = self.clean(self.resolve(with_time(stored_entries)), horizon(old, self.lateness_us))
+        # the stored entries are resolved together with this run's: which ones `clean` keeps depends on
+        # their keys and times alone, so it keeps the same ones unresolved (one window over them less)
+        kept = self.clean(with_time(stored_entries), horizon(old, self.lateness_us))
         new_entries = with_time(incoming.where(col("_kind") != RowKind.UPDATE_BEFORE.value).select(
             *[col(c) for c in self.versions.columns], run_value(x.run_id).alias(RUN), col(POS),
             (col("_kind") == RowKind.DELETE.value).alias(DELETED))).where(~self.versions.null_key())
