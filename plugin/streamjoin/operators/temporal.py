@@ -183,7 +183,7 @@ class TemporalJoin:
 
         # emit the due probes
         due = persist(self.probe.with_keys(pending.where(is_due)))
-        chosen = self.select_versions(due, entries)
+        chosen = persist(self.select_versions(due, entries))  # read again by the count of unmatched probes
         found = col(VTIME).isNotNull() & ~col(DELETED)
         if self.node.residual:
             found = found & F.coalesce(F.expr(self.node.residual), F.lit(False))
@@ -194,7 +194,6 @@ class TemporalJoin:
         if self.node.join_type.preserves(Side.LEFT):
             nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in self.versions.schema.fields]
             outputs.append(padded.select(*[col(c) for c in self.probe.columns], *nulls, col(WEIGHT)))
-        output = persist(consolidate(union_by_name(outputs), out_cols))
 
         # state
         cutoff = horizon(clock, self.lateness_us)
@@ -204,7 +203,7 @@ class TemporalJoin:
         x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
                                                     self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
-        return output
+        return x.emitted(self.node, union_by_name(outputs))
 
     def held_retractions(self, pending: DataFrame, is_due: SparkColumn) -> DataFrame:
         """`pending` (the probes not yet emitted, stored and this run's) where no retraction held back

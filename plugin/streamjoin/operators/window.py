@@ -102,7 +102,7 @@ class WindowJoin:
         return stored, arrived
 
     def fire(self, due: dict[Side, DataFrame]) -> DataFrame:
-        """The joined rows (and null-padded ones) of the windows that fire."""
+        """The joined rows (and null-padded ones) of the windows that fire, weighted (not consolidated)."""
         left = due[Side.LEFT].withColumnRenamed(WEIGHT, "_wl")
         right = due[Side.RIGHT].withColumnRenamed(WEIGHT, "_wr")
         joined = left.join(right, on_condition(self.node), _HOW[self.node.join_type])
@@ -111,7 +111,7 @@ class WindowJoin:
             out_cols = [*self.columns[Side.LEFT], *self.columns[Side.RIGHT]]
         else:
             weight, out_cols = col("_wl"), self.columns[Side.LEFT]
-        return consolidate(joined.select(*[col(c) for c in out_cols], weight.cast("long").alias(WEIGHT)), out_cols)
+        return joined.select(*[col(c) for c in out_cols], weight.cast("long").alias(WEIGHT))
 
     def run(self) -> DataFrame:
         x = self.x
@@ -134,9 +134,8 @@ class WindowJoin:
             cols = [*self.columns[s], RUN, WEIGHT]
             x.staged.append(self.tables[s].stage(x.writer, fresh.where(~fires).select(*cols),
                                                  pending.where(~fires).select(*cols), clock.metadata()))
-        output = x.persist(self.fire(due))
         self.record(clock, due)
-        return output
+        return x.emitted(self.node, self.fire(due))
 
     def record(self, clock: Clock, fired: dict[Side, DataFrame]) -> None:
         """The run's watermark, the rows whose windows fired and the late rows dropped (summed in

@@ -268,9 +268,14 @@ class Executor:
             self.writer.check(check)
         for s in Side:
             self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
+        return self.emitted(node, result.output)
+
+    def emitted(self, node: Node, rows: DataFrame) -> DataFrame:
+        """A join's weighted output `rows` as its parent reads them: consolidated and kept; the root's
+        as they are, since `output` consolidates the projected rows once and the run keeps them."""
         if node is self.plan.root:
-            return result.output  # `output` consolidates the projected rows once
-        return self.persist(consolidate(result.output, [c for c in result.output.columns if c != WEIGHT]))
+            return rows
+        return self.persist(consolidate(rows, [c for c in rows.columns if c != WEIGHT]))
 
     def count_metrics(self, node: Node, fixed: dict[str, Any], counters: Mapping[str, tuple[DataFrame, SparkColumn]]) -> None:
         """A node's run-log figures: `fixed` ones, and `counters` summed in the write pass."""
