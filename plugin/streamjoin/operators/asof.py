@@ -71,8 +71,7 @@ class AsofJoin:
             x.stage_state(self.states[s], appends, expires=False)
         before = self.asof(old[Side.LEFT], old[Side.RIGHT])
         after = self.asof(new[Side.LEFT], new[Side.RIGHT])
-        columns = [*self.sides[Side.LEFT].columns, *self.sides[Side.RIGHT].columns]
-        output = x.persist(consolidate(after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))), columns))
+        output = x.emitted(self.node, after.unionByName(before.withColumn(WEIGHT, -col(WEIGHT))))
         x.count_metrics(self.node, {"operator": "asof join"}, {
             "touched_keys": (touched, F.lit(1)), "reached_left_rows": (old[Side.LEFT], F.lit(1)),
             "reached_right_rows": (old[Side.RIGHT], F.lit(1))})

@@ -57,31 +57,30 @@ RUN, MARKER = "_run", "_marker"
 def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     """The output change of a lookup join node for this run (append-only when its probes only insert)."""
     if not keeps_emitted(x.plan.inputs, node):
-        return looked_up(x, node, x.delta(node.left), {})
+        return x.emitted(node, looked_up(x, node, x.delta(node.left), {}))
     return EmittedRows(x, node).run()
 
 
 def looked_up(x: "Executor", node: Join, probes: DataFrame, counters: dict[str, tuple[DataFrame, Column]]
               ) -> DataFrame:
-    """The rows `probes` (insertions) join in the dimension as this run leaves it, consolidated;
-    the run-log figures of the node with `counters` besides."""
+    """The weighted rows `probes` (insertions) join in the dimension as this run leaves it, not yet
+    consolidated; the run-log figures of the node with `counters` besides. The join is kept: the
+    figures and the rows read it."""
     dim: Scan = node.right  # type: ignore[assignment]
     spec = x.plan.inputs[dim.input]
     keep, keyed = touched_keys(x, node, dim, probes)
     dimension = x.persist(x.scan(dim, formats.snapshot(x.spark, spec, x.input_versions[spec.name], keep, keyed)))
-    joined = probes.withColumnRenamed(WEIGHT, "_wp").join(
+    joined = x.persist(probes.withColumnRenamed(WEIGHT, "_wp").join(
         dimension.withColumnRenamed(WEIGHT, "_wd"), on_condition(node),
-        "left_outer" if node.join_type is JoinType.LEFT else "inner")
-    columns = [*node.left.output_columns, *dim.output_columns]
+        "left_outer" if node.join_type is JoinType.LEFT else "inner"))
     weight = col("_wp") * F.coalesce(col("_wd"), F.lit(1))
-    output = x.persist(consolidate(joined.select(*[col(c) for c in columns], weight.alias(WEIGHT)), columns))
     found = col("_wd").isNotNull()
     x.count_metrics(node, {"operator": "lookup join"}, {
         "probes_looked_up": (probes, col(WEIGHT)),
         "dimension_rows_read": (dimension, col(WEIGHT)),
         "rows_joined": (joined, F.when(found, weight).otherwise(0)),
         "probes_unmatched": (joined, F.when(found, 0).otherwise(col("_wp"))), **counters})
-    return output
+    return joined.select(*[col(c) for c in [*node.left.output_columns, *dim.output_columns]], weight.alias(WEIGHT))
 
 
 class EmittedRows:
@@ -119,18 +118,22 @@ class EmittedRows:
         inserted = probes.where(col(WEIGHT) > 0)
         run = run_value(x.run_id).alias(RUN)
         if inserts_only(self.node.left, x.insert_only):  # nothing to retract: append this run's rows
-            output = looked_up(x, self.node, inserted, {})
+            output = self.consolidated(looked_up(x, self.node, inserted, {}))
             self.stage(self.added(inserted, output, run))
             return output
         wanted = x.persist(self.wanted(probes.where(col(WEIGHT) < 0)))
         read = x.persist(self.table.read(
             x.spark, wanted.select(*[col(k) for k in self.keys]).withColumn(BUCKET, self.bucket()), self.with_keys))
         removed = x.persist(self.retracted(wanted, consolidate(read, self.state_columns)))
-        output = looked_up(x, self.node, inserted, {
+        output = self.consolidated(looked_up(x, self.node, inserted, {
             "probes_retracted": (removed, F.when(col(MARKER), -col(WEIGHT)).otherwise(0)),
-            "emitted_rows_read": (read, F.lit(1))})
+            "emitted_rows_read": (read, F.lit(1))}))
         self.stage(self.added(inserted, output, run).unionByName(removed))
         return output.unionByName(removed.where(~col(MARKER)).select(*[col(c) for c in self.columns], col(WEIGHT)))
+
+    def consolidated(self, rows: DataFrame) -> DataFrame:
+        """The looked-up `rows` consolidated and kept: the run's output and its state appends read them."""
+        return self.x.persist(consolidate(rows, self.columns))
 
     def stage(self, changes: DataFrame) -> None:
         self.x.stage_state(self.table, self.with_keys(changes).select(

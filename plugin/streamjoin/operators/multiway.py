@@ -27,7 +27,7 @@ from ..sql.plan import MultiJoin
 from ..storage.state import BUCKET, StateLayout
 from ..types import JoinType, Side
 from ..unions import union_by_name
-from ..zset import WEIGHT, col, consolidate
+from ..zset import WEIGHT, col
 from .regular import JoinSide, RegularJoin, problem_checks, touched_counters
 
 if TYPE_CHECKING:
@@ -103,4 +103,4 @@ def run_multi_join(executor: "Executor", node: MultiJoin) -> DataFrame:
             rows.select(*[col(c) for c in side.columns], col(WEIGHT).alias(f"{WEIGHT}{i}"),
                         F.lit(v).alias(f"{VERSION}{i}")) for rows, v in tagged]))
         executor.stage_state(states[i], view.state_changes(Side.LEFT, m, None))
-    return executor.persist(consolidate(nway(node, frames), list(node.output_columns)))
+    return executor.emitted(node, nway(node, frames))
