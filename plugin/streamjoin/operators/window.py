@@ -88,18 +88,18 @@ class WindowJoin:
     def with_end(self, s: Side, rows: DataFrame) -> DataFrame:
         return rows.withColumn(END, micros(F.expr(self.ends[s])))
 
-    def pending(self, s: Side, arrived: DataFrame, w_old: int | None) -> tuple[DataFrame, DataFrame]:
-        """The side's stored rows of windows not fired before this run, and its rows of this run
-        (`arrived`) of such windows (the others are late)."""
-        arrived = consolidate(arrived, self.columns[s]).withColumn(RUN, run_value(self.x.run_id))
-        stored = self.tables[s].rows(self.x.spark)
-        cols = [*self.columns[s], RUN, WEIGHT]
-        arrived, stored = self.with_end(s, arrived.select(*cols)), self.with_end(s, stored.select(*cols))
+    def pending(self, s: Side, arrived: DataFrame, w_old: int | None) -> DataFrame:
+        """The side's rows of windows not fired before this run: the stored ones and those of this run
+        (`arrived`), consolidated and tagged with the run. The run's other rows are late; they are
+        counted as they arrived (consolidating them would not change the sum of their weights)."""
+        stored = self.with_end(s, self.tables[s].rows(self.x.spark).select(*self.columns[s], RUN, WEIGHT))
+        arrived = self.with_end(s, arrived.select(*self.columns[s], WEIGHT))
         if w_old is not None:
             open_before = col(END) - MILLI > run_value(w_old)
             self.late[s] = arrived.where(~open_before)
             arrived, stored = arrived.where(open_before), stored.where(open_before)
-        return stored, arrived
+        fresh = consolidate(arrived.drop(END), self.columns[s]).withColumn(RUN, run_value(self.x.run_id))
+        return stored.unionByName(self.with_end(s, fresh))
 
     def fire(self, due: dict[Side, DataFrame]) -> DataFrame:
         """The joined rows (and null-padded ones) of the windows that fire, weighted (not consolidated)."""
@@ -128,12 +128,12 @@ class WindowJoin:
         fires = F.lit(False) if clock.watermark is None else col(END) - MILLI <= run_value(clock.watermark)
         due = {}
         for s in Side:
-            stored, fresh = self.pending(s, arrived[s], old.watermark)
-            pending = x.persist(stored.unionByName(fresh))
+            pending = x.persist(self.pending(s, arrived[s], old.watermark))
             due[s] = pending.where(fires).drop(END, RUN)
-            cols = [*self.columns[s], RUN, WEIGHT]
-            x.staged.append(self.tables[s].stage(x.writer, fresh.where(~fires).select(*cols),
-                                                 pending.where(~fires).select(*cols), clock.metadata()))
+            kept = pending.where(~fires).select(*self.columns[s], RUN, WEIGHT)
+            # this run's rows are read from the kept result, not consolidated from its input once more
+            appends = kept.where(col(RUN) == run_value(x.run_id))
+            x.staged.append(self.tables[s].stage(x.writer, appends, kept, clock.metadata()))
         self.record(clock, due)
         return x.emitted(self.node, self.fire(due))
 
