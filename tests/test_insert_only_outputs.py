@@ -78,3 +78,53 @@ def test_an_output_that_only_inserts_may_stamp_its_rows_with_the_run_s_time(spar
     stamped = {row[:2]: row[2] for row in runner.result()}
     assert set(stamped) == {(10, 100), (20, 200)}
     assert stamped[(10, 100)] < stamped[(20, 200)]  # each the time of its own run
+
+
+def test_an_inner_join_of_insertions_joins_a_stored_retraction_as_a_retraction(spark, tmp_path):
+    """Runs whose inputs only insert emit their inner join's parts unconsolidated when every part adds
+    rows. A side joined as stored (no unique key) that holds a retraction apart from the row it retracts
+    joins it as a negative part, which the output must cancel: the state's file statistics tell."""
+    plain = {"columns": [["k", "int"], ["v", "int"]]}
+    sql = "SELECT l.v, r.v AS w FROM l JOIN r ON l.k = r.k"
+    runner = CaseRunner(spark, {"name": "parts", "sql": sql, "runs": [], "inputs": {"l": plain, "r": plain}},
+                        str(tmp_path))
+
+    def weights_stored() -> set[int]:
+        mins = {f.stat("minValues", "_weight") for p in runner.tables.state_tables()
+                for f in delta_log.data_files(p, delta_log.version(p)) if f.num_records}
+        assert None not in mins  # every state file states its smallest weight
+        return mins
+
+    runner.append_changes(0, {"l": [["+I", [1, 10]]], "r": [["+I", [1, 100]]]})
+    run_once(spark, runner.plan, runner.tables)
+    assert weights_stored() == {1}
+    runner.append_changes(1, {"l": [["-D", [1, 10]]]})
+    run_once(spark, runner.plan, runner.tables)
+    assert runner.changelog(2) == [("-D", (10, 100))]
+    assert min(weights_stored()) == -1  # l's retraction, stored apart from its row
+    runner.append_changes(2, {"l": [["+I", [1, 10]]], "r": [["+I", [1, 200]]]})
+    run_once(spark, runner.plan, runner.tables)
+    assert sorted(runner.changelog(3)) == [("+I", (10, 100)), ("+I", (10, 200))]
+    assert sorted(runner.result()) == [(10, 100), (10, 200)]
+    runner.append_changes(3, {"l": [["+I", [1, 10]]], "r": [["+I", [1, 100]]]})
+    run_once(spark, runner.plan, runner.tables)  # a row twice: two +I rows
+    assert sorted(runner.changelog(4)) == [("+I", (10, 100))] * 3 + [("+I", (10, 200))]
+    assert sorted(runner.result()) == [(10, 100)] * 4 + [(10, 200)] * 2
+
+
+def test_a_temporal_join_emits_a_held_retraction_with_its_insertion_in_a_run_of_insertions(spark, tmp_path):
+    """A probe's retraction that waits for the watermark in state, apart from the insertion it takes, is
+    emitted with it by a later run whose inputs only insert: the two cancel, though the run's output
+    otherwise only adds rows. The probes table's file statistics tell."""
+    runner = CaseRunner(spark, {"name": "held", "sql": TEMPORAL.format(kind=""), "runs": [],
+                                "inputs": {"l": TIMED, "r": VERSIONS}}, str(tmp_path))
+    runner.append_changes(0, {"l": [["+I", [1, 10, "2024-01-01 00:00:05"]]], "r": [["+I", [1, 100, "2024-01-01 00:00:00"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    runner.append_changes(1, {"l": [["-D", [1, 10, "2024-01-01 00:00:05"]]]})
+    run_once(spark, runner.plan, runner.tables)  # the watermark stays at 00:00:00: both wait
+    runner.append_changes(2, {"l": [["+I", [2, 20, "2024-01-01 00:00:11"]]], "r": [["+I", [2, 200, "2024-01-01 00:00:10"]]]})
+    run_once(spark, runner.plan, runner.tables)  # the watermark passes 00:00:05: the pair is emitted and cancels
+    assert [runner.changelog(run) for run in (1, 2, 3)] == [[], [], []]
+    runner.append_changes(3, {"l": [["+I", [1, 30, "2024-01-01 00:00:12"]]], "r": [["+I", [1, 300, "2024-01-01 00:00:20"]]]})
+    run_once(spark, runner.plan, runner.tables)
+    assert sorted(runner.changelog(4)) == [("+I", (20, 200)), ("+I", (30, 100))]

@@ -389,7 +389,7 @@ class IntervalJoin:
             padded.extend(side_padded)
             actions = tables[s].stage(appends, alive_from, x.writer)
             x.staged.append(StagedWrite(tables[s].path, actions, tables[s].commit_schema, (SLICE,), clock.metadata()))
-        output = x.emitted(self.node, union_by_name(outputs + padded))
+        output = x.emitted(self.node, union_by_name(outputs + padded), adds_only=True)  # its inputs only insert
         self.record(clock, expired, padded, late)
         return output
 

@@ -57,7 +57,7 @@ RUN, MARKER = "_run", "_marker"
 def run_lookup_join(x: "Executor", node: Join) -> DataFrame:
     """The output change of a lookup join node for this run (append-only when its probes only insert)."""
     if not keeps_emitted(x.plan.inputs, node):
-        return x.emitted(node, looked_up(x, node, x.delta(node.left), {}))
+        return x.emitted(node, looked_up(x, node, x.delta(node.left), {}), adds_only=inserts_only(node.left, x.insert_only))
     return EmittedRows(x, node).run()
 
 

@@ -149,6 +149,7 @@ class JoinResult:
     metadata: dict[Side, dict[str, str]]  # commit info per side's state table
     counters: dict[str, tuple[DataFrame, SparkColumn]]  # run-log figures, summed in the write pass
     checks: list[DataFrame]  # frames whose rows are bad input: evaluated in the run's write pass
+    adds_only: bool = False  # every output weight is positive: its parts have nothing to cancel
 
 
 class RegularJoin:
@@ -240,7 +241,14 @@ class RegularJoin:
                 appends[s] = delta_eff[s].select(*[col(c) for c in side.columns], col(WEIGHT),
                                                  *stamps(side, self.now_ms, self.buckets))
         return JoinResult(output=union_by_name(parts), appends=appends, metadata=metadata,
-                          counters=counters, checks=checks)
+                          counters=counters, checks=checks, adds_only=self.adds_only(states))
+
+    def adds_only(self, states: dict[Side, StateTable]) -> bool:
+        """True when every weight of this run's output is positive: an inner join of two sides that
+        only insert this run, each joined with rows of positive weight (a merged side's rows are
+        consolidated; a side joined as stored, `appends_only`, holds no retraction by its statistics)."""
+        return (self.join_type is JoinType.INNER and all(self.sides[s].insert_only for s in Side)
+                and all(states[s].holds_no_retraction() for s in Side if self.appends_only(s)))
 
     def appends_only(self, s: Side) -> bool:
         """True when this run only adds rows to a side that needs no stored row's weight: no

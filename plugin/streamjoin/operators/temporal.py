@@ -57,7 +57,7 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from ..row_errors import fail_when, user_struct
 from ..run_values import run_value
-from ..sql.plan import Join, Scan, TemporalSpec
+from ..sql.plan import Join, Scan, TemporalSpec, inserts_only
 from ..sql.temporal import proc_time_columns
 from ..storage.formats import ORDER
 from ..storage.appended import AppendedTable
@@ -203,7 +203,9 @@ class TemporalJoin:
         x.staged.append(self.tables[VERSIONS].stage(x.writer, new_entries.select(*entries_cols),
                                                     self.clean(entries, cutoff).select(*entries_cols), clock.metadata()))
         self.record(clock, due, padded)
-        return x.emitted(self.node, union_by_name(outputs))
+        # a probe is emitted with its weight: only insertions when none is a retraction, stored or new
+        adds_only = inserts_only(self.node.left, x.insert_only) and self.tables[PROBE].holds_no_retraction()
+        return x.emitted(self.node, union_by_name(outputs), adds_only=adds_only)
 
     def held_retractions(self, pending: DataFrame, is_due: SparkColumn) -> DataFrame:
         """`pending` (the probes not yet emitted, stored and this run's) where no retraction held back

@@ -135,7 +135,7 @@ class WindowJoin:
             appends = kept.where(col(RUN) == run_value(x.run_id))
             x.staged.append(self.tables[s].stage(x.writer, appends, kept, clock.metadata()))
         self.record(clock, due)
-        return x.emitted(self.node, self.fire(due))
+        return x.emitted(self.node, self.fire(due), adds_only=True)  # its inputs only insert: so does it
 
     def record(self, clock: Clock, fired: dict[Side, DataFrame]) -> None:
         """The run's watermark, the rows whose windows fired and the late rows dropped (summed in

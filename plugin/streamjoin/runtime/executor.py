@@ -67,6 +67,8 @@ class Executor:
     input_files: Mapping[str, Sequence[DataFile] | None] = field(default_factory=dict)
     #: per time-based join: the watermark it forwards after this run (a join of its rows reads it)
     watermarks: dict[str, int | None] = field(default_factory=dict)
+    #: whether every weight of the root join's output is positive this run (see `emitted`)
+    root_adds_only: bool = False
     _input_max_times: dict[str, int | None] | None = field(default=None, repr=False)
     _earlier_max_times: dict[str, int | None] = field(default_factory=dict, repr=False)
 
@@ -154,8 +156,10 @@ class Executor:
         return StructType([f for scan in node.inputs for f in self.schema(scan).fields])
 
     def output(self) -> DataFrame:
-        """The run's consolidated change of the model's output columns."""
-        return consolidate(self.projected(self.delta(self.plan.root)), self.plan.output_names)
+        """The run's change of the model's output columns: consolidated, unless every weight in it is
+        positive (its parts then have nothing to cancel; a row in two parts is the row twice)."""
+        rows = self.projected(self.delta(self.plan.root))
+        return rows if self.root_adds_only else consolidate(rows, self.plan.output_names)
 
     def projected(self, rows: DataFrame) -> DataFrame:
         """Weighted rows of the last join as the model outputs them: its filters after the join
@@ -268,12 +272,14 @@ class Executor:
             self.writer.check(check)
         for s in Side:
             self.stage_state(states[s], result.appends[s], metadata=result.metadata.get(s))
-        return self.emitted(node, result.output)
+        return self.emitted(node, result.output, adds_only=result.adds_only)
 
-    def emitted(self, node: Node, rows: DataFrame) -> DataFrame:
+    def emitted(self, node: Node, rows: DataFrame, *, adds_only: bool = False) -> DataFrame:
         """A join's weighted output `rows` as its parent reads them: consolidated and kept; the root's
-        as they are, since `output` consolidates the projected rows once and the run keeps them."""
+        as they are, since `output` consolidates the projected rows once (unless the root `adds_only`:
+        every weight of `rows` is positive) and the run keeps them."""
         if node is self.plan.root:
+            self.root_adds_only = adds_only
             return rows
         return self.persist(consolidate(rows, [c for c in rows.columns if c != WEIGHT]))
 

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from . import delta_log, file_reads
+from .state import no_retraction_in
 from .writes import RunWriter, StagedWrite
 
 COMPACT_AT = 8  # files in the table that make a run rewrite it with its live rows
@@ -27,6 +28,10 @@ class AppendedTable:
 
     def rows(self, spark: SparkSession) -> DataFrame:
         return file_reads.read(spark, self.files, self.schema)
+
+    def holds_no_retraction(self) -> bool:
+        """True when every row has a positive weight (`state.no_retraction_in`)."""
+        return no_retraction_in(self.files)
 
     def stage(self, writer: RunWriter, appends: DataFrame, live: DataFrame,
               metadata: dict[str, str] | None = None) -> StagedWrite:

@@ -108,6 +108,12 @@ def merged_files(files: Sequence[delta_log.DataFile], least: int | None = None) 
     return taken
 
 
+def no_retraction_in(files: Sequence[delta_log.DataFile]) -> bool:
+    """True when every row of a state table's `files` has a positive weight, as their statistics say: no
+    retraction is stored apart from the row it retracts, so rows read as stored only add."""
+    return all(f.num_records == 0 or (f.stat("minValues", WEIGHT) or 0) > 0 for f in files)
+
+
 class StateLayout(str, enum.Enum):
     """How a side's rows are identified, chosen from its key properties as Flink does."""
 
@@ -145,6 +151,10 @@ class StateTable:
             fields.append(StructField(DEGREE, LongType()))
         fields.append(StructField(UPDATED, LongType()))
         return StructType(fields)
+
+    def holds_no_retraction(self) -> bool:
+        """True when every stored fragment has a positive weight (`no_retraction_in`)."""
+        return no_retraction_in(delta_log.data_files(self.path, self.version))
 
     def check_layout(self, join: str, model: str) -> None:
         """Refuse a table an earlier streamjoin wrote for `join` (e.g. "the ASOF join j1") as an appended
